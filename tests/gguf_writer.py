@@ -288,6 +288,18 @@ def read_back(path, want):
     return cfg, set(gguf_file.read(path).tensors)
 
 
+def check_required_keys(tmp, write, arch: str, keys) -> None:
+    """For each metadata key in `keys`, a file that `write(path, drop=(key,))` writes without it (in folder `tmp`):
+    configs.load refuses it, naming the key "ARCH.KEY" missing."""
+    import pytest
+    from glmbench.models import configs, gguf_file
+    for key in keys:
+        p = str(tmp / f"no-{key}.gguf")
+        write(p, drop=(key,))
+        with pytest.raises(gguf_file.GGUFError, match=f"metadata '{arch}.{key}' is missing"):
+            configs.load(p)
+
+
 def sweep_file(path, tmp, model: str) -> list:
     """`glmbench sweep --model FILE --cards 1 --tests tg,pp,mem` run as a user runs it (a subprocess, the
     checkout on PYTHONPATH): its records, after asserting that it exited 0 and that every record is of the

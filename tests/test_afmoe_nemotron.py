@@ -169,11 +169,8 @@ def test_file_gating_norm_pattern_and_missing_keys(tmp_path):
     _write(p, **{"rope.freq_base_swa": 5000.0})
     with pytest.raises(gguf_file.GGUFError, match=r"'afmoe.rope.freq_base_swa' = 5000.0 differs"):
         configs.load(p)
-    for key in ("expert_shared_count", "expert_count", "expert_used_count", "expert_feed_forward_length"):
-        p = str(tmp_path / f"no-{key}.gguf")
-        _write(p, drop=(key,))
-        with pytest.raises(gguf_file.GGUFError, match=f"metadata 'afmoe.{key}' is missing"):
-            configs.load(p)
+    gguf_writer.check_required_keys(tmp_path, _write, "afmoe", ("expert_shared_count", "expert_count",
+                                                              "expert_used_count", "expert_feed_forward_length"))
 
 
 # ---- HF folders as transformers saves them -----------------------------------------------------------------------

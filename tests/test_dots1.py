@@ -164,11 +164,8 @@ def test_file_gating_window_and_missing_keys(tmp_path):
     _write(p, **{"expert_gating_func": 1})
     with pytest.raises(gguf_file.GGUFError, match=r"'dots1.expert_gating_func' = 1 is not 2 \(sigmoid\)"):
         configs.load(p)
-    for key in ("expert_shared_count", "expert_count", "expert_used_count", "expert_feed_forward_length"):
-        p = str(tmp_path / f"no-{key}.gguf")
-        _write(p, drop=(key,))
-        with pytest.raises(gguf_file.GGUFError, match=f"metadata 'dots1.{key}' is missing"):
-            configs.load(p)
+    gguf_writer.check_required_keys(tmp_path, _write, "dots1", ("expert_shared_count", "expert_count",
+                                                              "expert_used_count", "expert_feed_forward_length"))
     # a window llama.cpp's dots1 does not read: full attention, as llama.cpp runs it
     p = str(tmp_path / "window.gguf")
     _write(p, **{"attention.sliding_window": 8})
