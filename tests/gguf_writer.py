@@ -207,6 +207,15 @@ def write_zero_file(path, cfg, arch: str, meta: dict, drop=(), extra=None) -> No
     finish(w)
 
 
+def write_synth(path, hf: dict, arch: str, meta=None, drop=(), extra=None):
+    """write_zero_file of the ModelConfig of HF config dict `hf` (configs.from_hf, named "synth"): gqa_meta's keys
+    with `meta`'s over them, less `drop`, plus `extra`. Returns that config (what the file must read back as)."""
+    from glmbench.models import configs
+    cfg = configs.from_hf(hf, "synth")
+    write_zero_file(path, cfg, arch, {**gqa_meta(cfg), **(meta or {})}, drop, extra)
+    return cfg
+
+
 def llama3_rope_factors(rp, dim):
     """The converter's rope_freqs tensor (conversion/llama.py, generate_extra_tensors): per pair,
     1 (short wavelengths), factor (long), or the smooth blend's divisor between."""
@@ -268,6 +277,27 @@ def check_reads_as(path, want):
     fw = cfg.file_weights
     assert fw.extra_bytes == fw.skipped_bytes == 0 and fw.main_type == "F16"
     return cfg
+
+
+def read_back(path, want):
+    """check_reads_as(path, want), and the config read back equal to `want` in every compared field (config_diff):
+    (that config, the set of the file's GGUF tensor names)."""
+    from glmbench.models import gguf_file
+    cfg = check_reads_as(path, want)
+    assert config_diff(cfg, want) == {}
+    return cfg, set(gguf_file.read(path).tensors)
+
+
+def check_required_keys(tmp, write, arch: str, keys) -> None:
+    """For each metadata key in `keys`, a file that `write(path, drop=(key,))` writes without it (in folder `tmp`):
+    configs.load refuses it, naming the key "ARCH.KEY" missing."""
+    import pytest
+    from glmbench.models import configs, gguf_file
+    for key in keys:
+        p = str(tmp / f"no-{key}.gguf")
+        write(p, drop=(key,))
+        with pytest.raises(gguf_file.GGUFError, match=f"metadata '{arch}.{key}' is missing"):
+            configs.load(p)
 
 
 def sweep_file(path, tmp, model: str) -> list:

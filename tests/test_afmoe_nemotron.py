@@ -19,6 +19,7 @@ gguf = pytest.importorskip("gguf", reason="GGUF tests need the gguf package")
 
 import gguf_writer  # noqa: E402
 import hf_meta  # noqa: E402
+import hf_oracle  # noqa: E402
 import llama_bench_rows as lb  # noqa: E402
 
 from glmbench.models import configs, gguf_file  # noqa: E402
@@ -131,18 +132,14 @@ _MOE_KEYS = {"feed_forward_length": 96, "expert_count": 8, "expert_used_count": 
 
 
 def _write(path, drop=(), hc=None, **extra):
-    cfg = configs.from_hf(hc or _A, "synth")
-    gguf_writer.write_zero_file(path, cfg, "afmoe", {**gguf_writer.gqa_meta(cfg), **_MOE_KEYS}, drop, extra)
-    return cfg
+    return gguf_writer.write_synth(path, hc or _A, "afmoe", _MOE_KEYS, drop, extra)
 
 
 def test_written_file_reads_as_its_config(tmp_path):
     p = str(tmp_path / "afmoe.gguf")
     want = _write(p)
-    cfg = gguf_writer.check_reads_as(p, want)
-    assert gguf_writer.config_diff(cfg, want) == {}
+    cfg, names = gguf_writer.read_back(p, want)
     assert cfg.embedding_multiplier == pytest.approx(8.0)   # llama.cpp's afmoe always scales the embeddings
-    names = set(gguf_file.read(p).tensors)
     assert {"blk.0.attn_gate.weight", "blk.0.post_attention_norm.weight", "blk.0.ffn_norm.weight",
             "blk.0.post_ffw_norm.weight", "blk.1.exp_probs_b.bias", "blk.1.ffn_gate_shexp.weight"} <= names
     # no window: every layer full length, still NoPE every 4th (llama.cpp's fixed step)
@@ -172,11 +169,8 @@ def test_file_gating_norm_pattern_and_missing_keys(tmp_path):
     _write(p, **{"rope.freq_base_swa": 5000.0})
     with pytest.raises(gguf_file.GGUFError, match=r"'afmoe.rope.freq_base_swa' = 5000.0 differs"):
         configs.load(p)
-    for key in ("expert_shared_count", "expert_count", "expert_used_count", "expert_feed_forward_length"):
-        p = str(tmp_path / f"no-{key}.gguf")
-        _write(p, drop=(key,))
-        with pytest.raises(gguf_file.GGUFError, match=f"metadata 'afmoe.{key}' is missing"):
-            configs.load(p)
+    gguf_writer.check_required_keys(tmp_path, _write, "afmoe", ("expert_shared_count", "expert_count",
+                                                              "expert_used_count", "expert_feed_forward_length"))
 
 
 # ---- HF folders as transformers saves them -----------------------------------------------------------------------
@@ -185,19 +179,11 @@ def test_hf_folder_as_saved_runs_with_hf_logits(tmp_path):
     """transformers 5.25 saves AFMoE's experts (gate_up_proj / down_proj stacked, or one by one), its router as
     mlp.router.gate, expert_bias and the pre_ / post_mlp_layernorm: glmbench.Model runs the folder
     (checkpoint.load_model) with HF's logits, a prefill past the window and decode steps."""
-    torch = pytest.importorskip("torch")
-    transformers = pytest.importorskip("transformers")
+    pytest.importorskip("torch")
+    pytest.importorskip("transformers")
     from glmbench.models import checkpoint
     hc = _hc(num_hidden_layers=4)
-    hc._attn_implementation = "eager"
-    torch.manual_seed(0)
-    m = transformers.AutoModelForCausalLM.from_config(hc)
-    g = torch.Generator().manual_seed(0)
-    with torch.no_grad():
-        for p in m.parameters():
-            p.copy_(1.0 + 0.1 * torch.randn(p.shape, generator=g) if p.ndim == 1 else
-                    torch.randn(p.shape, generator=g) / p.shape[-1] ** 0.5)
-    m.eval()
+    m = hf_oracle.random_model(hc)
     d = str(tmp_path / "hf")
     m.save_pretrained(d)
     names = set(checkpoint.read_safetensors(os.path.join(d, "model.safetensors")))
@@ -208,15 +194,7 @@ def test_hf_folder_as_saved_runs_with_hf_logits(tmp_path):
     assert fw.main_type == "F32" and fw.total_bytes == 4 * cfg.total_params()
     gm = checkpoint.load_model(d, kv="f32", max_context=32)
     prompt, steps = [3, 17, 5, 99, 42, 7, 1, 2, 60, 8, 12], [11, 64, 2]
-    got = [gm.prefill(np.array(prompt))] + [gm.decode(t) for t in steps]
-    want = []
-    with torch.no_grad():
-        r = m(torch.tensor([prompt]), use_cache=True)
-        want.append(r.logits[0].numpy())
-        for t in steps:
-            r = m(torch.tensor([[t]]), use_cache=True, cache=r.cache)
-            want.append(r.logits[0, -1].numpy())
-    errs = [float(np.max(np.abs(a - b)) / np.max(np.abs(b))) for a, b in zip(got, want)]
+    errs = hf_oracle.logit_errors(m, gm, prompt, steps)
     assert max(errs) < 1e-4, errs
 
 
@@ -347,9 +325,8 @@ def _nwrite(path, drop=(), hc=None, **extra):
 def test_nemotron_written_file_reads_as_its_config(tmp_path):
     p = str(tmp_path / "nemotron.gguf")
     want = _nwrite(p)
-    cfg = gguf_writer.check_reads_as(p, want)
-    assert gguf_writer.config_diff(cfg, want) == {} and cfg.rope_dim == 8
-    names = set(gguf_file.read(p).tensors)
+    cfg, names = gguf_writer.read_back(p, want)
+    assert cfg.rope_dim == 8
     assert {"blk.0.attn_norm.bias", "blk.0.ffn_norm.bias", "output_norm.bias", "blk.1.ffn_up.weight"} <= names
     # the whole head rotated: stated as 1.0, not NemotronConfig's default 0.5
     p2 = str(tmp_path / "full.gguf")
@@ -364,34 +341,19 @@ def test_nemotron_written_file_reads_as_its_config(tmp_path):
 
 @pytest.mark.slow
 def test_nemotron_hf_folder_as_saved_runs_with_hf_logits(tmp_path):
-    torch = pytest.importorskip("torch")
-    transformers = pytest.importorskip("transformers")
+    pytest.importorskip("torch")
+    pytest.importorskip("transformers")
     from glmbench.models import checkpoint
     hc = _nhc(attention_bias=True, mlp_bias=True)
-    hc._attn_implementation = "eager"
-    torch.manual_seed(0)
-    m = transformers.AutoModelForCausalLM.from_config(hc)
-    g = torch.Generator().manual_seed(0)
-    with torch.no_grad():
-        for p in m.parameters():
-            p.copy_(0.1 * torch.randn(p.shape, generator=g) if p.ndim == 1 else
-                    torch.randn(p.shape, generator=g) / p.shape[-1] ** 0.5)
-    m.eval()
+    # LayerNorm1P's (1 + w) norms and their biases: around 0
+    m = hf_oracle.random_model(hc, norm_center=0.0)
     d = str(tmp_path / "hf")
     m.save_pretrained(d)
     cfg = configs.load(d)
     assert cfg.file_weights.total_bytes == 4 * cfg.total_params()
     gm = checkpoint.load_model(d, kv="f32", max_context=16)
     prompt, steps = [3, 17, 5, 99, 42, 7], [11, 64, 2]
-    got = [gm.prefill(np.array(prompt))] + [gm.decode(t) for t in steps]
-    want = []
-    with torch.no_grad():
-        r = m(torch.tensor([prompt]), use_cache=True)
-        want.append(r.logits[0].numpy())
-        for t in steps:
-            r = m(torch.tensor([[t]]), use_cache=True, cache=r.cache)
-            want.append(r.logits[0, -1].numpy())
-    errs = [float(np.max(np.abs(a - b)) / np.max(np.abs(b))) for a, b in zip(got, want)]
+    errs = hf_oracle.logit_errors(m, gm, prompt, steps)
     assert max(errs) < 1e-4, errs
 
 

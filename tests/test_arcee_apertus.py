@@ -12,6 +12,7 @@ import pytest
 gguf = pytest.importorskip("gguf", reason="GGUF tests need the gguf package")
 
 import gguf_writer  # noqa: E402
+import hf_oracle  # noqa: E402
 import llama_bench_rows as lb  # noqa: E402
 
 import glmbench  # noqa: E402
@@ -155,15 +156,11 @@ def test_arcee_hf_folder_as_saved_runs_and_is_counted(tmp_path):
     """A folder transformers 5 saves read by checkpoint.load_model: every stored byte on a tensor of the config,
     logits as HF's."""
     pytest.importorskip("torch")
-    from test_model_hf import glm_logits, hf_logits, rel_err, tiny_hf_model
-    from glmbench.models import checkpoint
+    from test_model_hf import tiny_hf_model
     _, hf = tiny_hf_model("arcee")
-    hf.save_pretrained(str(tmp_path))
-    fw = configs.load(str(tmp_path)).file_weights
-    assert fw.extra_bytes == fw.skipped_bytes == 0 and fw.main_type == "F32"
-    m = checkpoint.load_model(str(tmp_path), kv="f32", max_context=32)
-    want = hf_logits(hf, [3, 17, 42, 5, 9, 1], [7, 11])
-    assert max(rel_err(a, b) for a, b in zip(glm_logits(m, [3, 17, 42, 5, 9, 1], [7, 11]), want)) < 1e-4
+    _, m = hf_oracle.saved_and_loaded(hf, tmp_path)
+    errs = hf_oracle.logit_errors(hf, m, [3, 17, 42, 5, 9, 1], [7, 11])
+    assert max(errs) < 1e-4, errs
 
 
 # ==== Apertus ========================================================================================================
@@ -399,12 +396,9 @@ def test_apertus_hf_folder_as_saved_runs_and_is_counted(tmp_path):
     """A folder transformers 5 saves (its xIELU buffers beta / eps too) read by checkpoint.load_model: every stored
     byte on a tensor of the config, logits as HF's."""
     pytest.importorskip("torch")
-    from test_model_hf import glm_logits, hf_logits, rel_err, tiny_hf_model
+    from test_model_hf import tiny_hf_model
     _, hf = tiny_hf_model("apertus")
-    hf.save_pretrained(str(tmp_path))
-    fw = configs.load(str(tmp_path)).file_weights
-    assert fw.extra_bytes == fw.skipped_bytes == 0 and fw.main_type == "F32"
+    fw, m = hf_oracle.saved_and_loaded(hf, tmp_path)
     assert "model.layers.1.mlp.act_fn.eps" in fw.bytes_of()
-    m = checkpoint.load_model(str(tmp_path), kv="f32", max_context=32)
-    want = hf_logits(hf, [3, 17, 42, 5, 9, 1], [7, 11])
-    assert max(rel_err(a, b) for a, b in zip(glm_logits(m, [3, 17, 42, 5, 9, 1], [7, 11]), want)) < 1e-4
+    errs = hf_oracle.logit_errors(hf, m, [3, 17, 42, 5, 9, 1], [7, 11])
+    assert max(errs) < 1e-4, errs

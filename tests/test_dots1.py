@@ -15,6 +15,7 @@ gguf = pytest.importorskip("gguf", reason="GGUF tests need the gguf package")
 
 import gguf_writer  # noqa: E402
 import hf_meta  # noqa: E402
+import hf_oracle  # noqa: E402
 import llama_bench_rows as lb  # noqa: E402
 
 from glmbench.models import configs, gguf_file  # noqa: E402
@@ -128,17 +129,13 @@ _MOE_KEYS = {"feed_forward_length": 96, "expert_count": 8, "expert_used_count": 
 
 
 def _write(path, drop=(), hc=None, **extra):
-    cfg = configs.from_hf(hc or _B, "synth")
-    gguf_writer.write_zero_file(path, cfg, "dots1", {**gguf_writer.gqa_meta(cfg), **_MOE_KEYS}, drop, extra)
-    return cfg
+    return gguf_writer.write_synth(path, hc or _B, "dots1", _MOE_KEYS, drop, extra)
 
 
 def test_written_file_reads_as_its_config(tmp_path):
     p = str(tmp_path / "dots1.gguf")
     want = _write(p)
-    cfg = gguf_writer.check_reads_as(p, want)
-    assert gguf_writer.config_diff(cfg, want) == {}
-    names = set(gguf_file.read(p).tensors)
+    _, names = gguf_writer.read_back(p, want)
     assert {"blk.0.ffn_gate.weight", "blk.0.attn_q_norm.weight", "blk.0.attn_k_norm.weight", "blk.1.ffn_gate_inp.weight",
             "blk.1.exp_probs_b.bias", "blk.1.ffn_up_exps.weight", "blk.1.ffn_gate_shexp.weight",
             "blk.3.ffn_down_shexp.weight"} <= names
@@ -167,11 +164,8 @@ def test_file_gating_window_and_missing_keys(tmp_path):
     _write(p, **{"expert_gating_func": 1})
     with pytest.raises(gguf_file.GGUFError, match=r"'dots1.expert_gating_func' = 1 is not 2 \(sigmoid\)"):
         configs.load(p)
-    for key in ("expert_shared_count", "expert_count", "expert_used_count", "expert_feed_forward_length"):
-        p = str(tmp_path / f"no-{key}.gguf")
-        _write(p, drop=(key,))
-        with pytest.raises(gguf_file.GGUFError, match=f"metadata 'dots1.{key}' is missing"):
-            configs.load(p)
+    gguf_writer.check_required_keys(tmp_path, _write, "dots1", ("expert_shared_count", "expert_count",
+                                                              "expert_used_count", "expert_feed_forward_length"))
     # a window llama.cpp's dots1 does not read: full attention, as llama.cpp runs it
     p = str(tmp_path / "window.gguf")
     _write(p, **{"attention.sliding_window": 8})
@@ -181,33 +175,16 @@ def test_file_gating_window_and_missing_keys(tmp_path):
 
 
 # ---- HF folders as transformers saves them -----------------------------------------------------------------------
-def _unit_scale(m, seed=0):
-    """The tiny HF model's weights re-drawn at unit scale (matrices N(0, 1/fan_in), norms around 1) and the routers'
-    correction biases spread as the sigmoid scores, so a skipped weight or a routing slip shows."""
-    import torch
-    g = torch.Generator().manual_seed(seed)
-    with torch.no_grad():
-        for p in m.parameters():
-            p.copy_(1.0 + 0.1 * torch.randn(p.shape, generator=g) if p.ndim == 1 else
-                    torch.randn(p.shape, generator=g) / p.shape[-1] ** 0.5)
-        for k, b in m.named_buffers():
-            if k.endswith("e_score_correction_bias"):
-                b.copy_(0.1 * torch.randn(b.shape, generator=g))
-    return m.eval()
-
-
 @pytest.mark.slow
 def test_hf_folder_as_saved_counts_every_byte_and_runs_with_hf_logits(tmp_path):
     """transformers 5.25 saves the experts one by one (mlp.experts.N.gate_proj.weight: its qwen2_moe conversion
     reversed) and the routers' correction biases: every byte of the folder is a tensor of the config, and
     glmbench.Model runs the folder (checkpoint.load_model) with HF's logits, a prefill and decode steps."""
-    torch = pytest.importorskip("torch")
-    transformers = pytest.importorskip("transformers")
+    pytest.importorskip("torch")
+    pytest.importorskip("transformers")
     from glmbench.models import checkpoint
     hc = _hc(attention_bias=True)
-    hc._attn_implementation = "eager"
-    torch.manual_seed(0)
-    m = _unit_scale(transformers.AutoModelForCausalLM.from_config(hc))
+    m = hf_oracle.random_model(hc)
     d = str(tmp_path / "hf")
     m.save_pretrained(d)
     names = set(checkpoint.read_safetensors(os.path.join(d, "model.safetensors")))
@@ -219,15 +196,7 @@ def test_hf_folder_as_saved_counts_every_byte_and_runs_with_hf_logits(tmp_path):
     assert fw.total_bytes == 4 * cfg.total_params()
     gm = checkpoint.load_model(d, kv="f32", max_context=16)
     prompt, steps = [3, 17, 5, 99, 42, 7], [11, 64, 2]
-    got = [gm.prefill(np.array(prompt))] + [gm.decode(t) for t in steps]
-    want = []
-    with torch.no_grad():
-        r = m(torch.tensor([prompt]), use_cache=True)
-        want.append(r.logits[0].numpy())
-        for t in steps:
-            r = m(torch.tensor([[t]]), use_cache=True, cache=r.cache)
-            want.append(r.logits[0, -1].numpy())
-    errs = [float(np.max(np.abs(a - b)) / np.max(np.abs(b))) for a, b in zip(got, want)]
+    errs = hf_oracle.logit_errors(m, gm, prompt, steps)
     assert max(errs) < 1e-4, errs
 
 

@@ -14,6 +14,7 @@ gguf = pytest.importorskip("gguf", reason="GGUF tests need the gguf package")
 
 import gguf_writer  # noqa: E402
 import hf_meta  # noqa: E402
+import hf_oracle  # noqa: E402
 import llama_bench_rows as lb  # noqa: E402
 
 import glmbench  # noqa: E402
@@ -46,7 +47,7 @@ def _run_against_hf(mt, tiny, prompt=(3, 17, 5, 99, 42, 7), steps=(11, 2, 60)):
     """A tiny random HF model of TINY-like dict `tiny` and glmbench.Model holding its weights: the logits of a prefill
     and decode steps agree (relative 1e-4)."""
     pytest.importorskip("torch")
-    from test_model_hf import TINY, glm_logits, hf_logits, rel_err, tiny_hf_model
+    from test_model_hf import TINY, tiny_hf_model
     saved = TINY.get(mt)
     TINY[mt] = tiny
     try:
@@ -56,8 +57,7 @@ def _run_against_hf(mt, tiny, prompt=(3, 17, 5, 99, 42, 7), steps=(11, 2, 60)):
     cfg = configs.load(hc.to_dict())
     m = glmbench.Model(cfg, state_dict={k: v.numpy() for k, v in hf.state_dict().items()}, weights="f32", kv="f32",
                        max_context=32)
-    errs = [rel_err(a, b) for a, b in zip(glm_logits(m, list(prompt), list(steps)), hf_logits(hf, list(prompt),
-                                                                                            list(steps)))]
+    errs = hf_oracle.logit_errors(hf, m, prompt, steps)
     assert max(errs) < 1e-4, errs
     return cfg, m
 
@@ -136,7 +136,7 @@ def test_gemma_gguf_norms_lose_the_one_the_converter_added(tmp_path):
     """A gemma GGUF holds GemmaRMSNorm's 1 + w (conversion/gemma.py GemmaModel.modify_tensors): checkpoint.load_model
     takes the 1 off and Model holds 1 + w again, so a file of norms 1 + w runs as HF with norms w."""
     pytest.importorskip("torch")
-    from test_model_hf import glm_logits, hf_logits, rel_err, tiny_hf_model
+    from test_model_hf import tiny_hf_model
     from glmbench.models import checkpoint
     hc, hf = tiny_hf_model("gemma")
     cfg = configs.load(hc.to_dict())
@@ -152,7 +152,8 @@ def test_gemma_gguf_norms_lose_the_one_the_converter_added(tmp_path):
     gguf_writer.finish(w)
     m = checkpoint.load_model(p, kv="f32", max_context=32)
     prompt, steps = [3, 17, 42, 5], [7, 11]
-    assert max(rel_err(a, b) for a, b in zip(glm_logits(m, prompt, steps), hf_logits(hf, prompt, steps))) < 1e-4
+    errs = hf_oracle.logit_errors(hf, m, prompt, steps)
+    assert max(errs) < 1e-4, errs
     assert cfg.n_kv_heads == 1 and m.config.model_type == "gemma"
 
 
@@ -161,15 +162,12 @@ def test_gemma_hf_folder_as_saved_runs_and_is_counted(tmp_path):
     """A folder transformers 5 saves (tied: no lm_head stored) read by checkpoint.load_model: every stored byte on a
     tensor of the config, logits as HF's."""
     pytest.importorskip("torch")
-    from test_model_hf import glm_logits, hf_logits, rel_err, tiny_hf_model
-    from glmbench.models import checkpoint
+    from test_model_hf import tiny_hf_model
     _, hf = tiny_hf_model("gemma")
-    hf.save_pretrained(str(tmp_path))
-    fw = configs.load(str(tmp_path)).file_weights
-    assert fw.extra_bytes == fw.skipped_bytes == 0 and fw.main_type == "F32"
-    m = checkpoint.load_model(str(tmp_path), kv="f32", max_context=32)
+    _, m = hf_oracle.saved_and_loaded(hf, tmp_path)
     prompt, steps = [3, 17, 42, 5, 9, 1], [7, 11]
-    assert max(rel_err(a, b) for a, b in zip(glm_logits(m, prompt, steps), hf_logits(hf, prompt, steps))) < 1e-4
+    errs = hf_oracle.logit_errors(hf, m, prompt, steps)
+    assert max(errs) < 1e-4, errs
 
 
 def test_gemma_builtins_priced():
@@ -328,7 +326,7 @@ def test_glm_fused_qkv_file_runs_as_hf(tmp_path):
     """A chatglm GGUF with one attn_qkv (weights and bias, THUDM's remote-code layout) holding a tiny HF glm's
     q / k / v: checkpoint.load_model takes each one's rows, and the logits are HF's."""
     pytest.importorskip("torch")
-    from test_model_hf import glm_logits, hf_logits, rel_err, tiny_hf_model
+    from test_model_hf import tiny_hf_model
     from glmbench.models import checkpoint
     hc, hf = tiny_hf_model("glm", head_dim=16)
     cfg = configs.load(hc.to_dict())
@@ -351,7 +349,8 @@ def test_glm_fused_qkv_file_runs_as_hf(tmp_path):
     gguf_writer.finish(w)
     m = checkpoint.load_model(p, kv="f32", max_context=32)
     prompt, steps = [3, 17, 42, 5], [7, 11]
-    assert max(rel_err(a, b) for a, b in zip(glm_logits(m, prompt, steps), hf_logits(hf, prompt, steps))) < 1e-4
+    errs = hf_oracle.logit_errors(hf, m, prompt, steps)
+    assert max(errs) < 1e-4, errs
     assert cfg.attention_bias and cfg.rope_dim == 8
 
 
@@ -360,17 +359,14 @@ def test_glm_hf_folder_as_saved_runs_and_is_counted(tmp_path):
     """A folder transformers 5 saves (mlp.gate_up_proj fused) read by checkpoint.load_model: every stored byte on a
     tensor of the config (the fused rows counted as gate and up), logits as HF's, the layers one C call each."""
     pytest.importorskip("torch")
-    from test_model_hf import glm_logits, hf_logits, rel_err, tiny_hf_model
-    from glmbench.models import checkpoint
+    from test_model_hf import tiny_hf_model
     _, hf = tiny_hf_model("glm")
-    hf.save_pretrained(str(tmp_path))
     assert any(k.endswith("gate_up_proj.weight") for k in hf.state_dict())
-    fw = configs.load(str(tmp_path)).file_weights
-    assert fw.extra_bytes == fw.skipped_bytes == 0 and fw.main_type == "F32"
-    m = checkpoint.load_model(str(tmp_path), kv="f32", max_context=32)
+    _, m = hf_oracle.saved_and_loaded(hf, tmp_path)
     assert all(layer.runs_in_c(1) for layer in m.layers)
     prompt, steps = [3, 17, 42, 5, 9, 1], [7, 11]
-    assert max(rel_err(a, b) for a, b in zip(glm_logits(m, prompt, steps), hf_logits(hf, prompt, steps))) < 1e-4
+    errs = hf_oracle.logit_errors(hf, m, prompt, steps)
+    assert max(errs) < 1e-4, errs
 
 
 def test_glm_builtin_priced():
@@ -485,7 +481,7 @@ def test_internlm3_hf_folder_as_saved_runs_and_is_counted(tmp_path):
     """A folder transformers 5 saves (config.json model_type internlm3, LlamaForCausalLM's names) read by
     checkpoint.load_model: every stored byte counted, logits as HF's, the layers one C call each."""
     pytest.importorskip("torch")
-    from test_model_hf import glm_logits, hf_logits, rel_err, tiny_hf_model
+    from test_model_hf import tiny_hf_model
     from glmbench.models import checkpoint
     _, hf = tiny_hf_model("internlm3")
     hf.save_pretrained(str(tmp_path))
@@ -497,7 +493,8 @@ def test_internlm3_hf_folder_as_saved_runs_and_is_counted(tmp_path):
     m = checkpoint.load_model(str(tmp_path), kv="f32", max_context=32)
     assert all(layer.runs_in_c(1) for layer in m.layers)
     prompt, steps = [3, 17, 42, 5, 9, 1], [7, 11]
-    assert max(rel_err(a, b) for a, b in zip(glm_logits(m, prompt, steps), hf_logits(hf, prompt, steps))) < 1e-4
+    errs = hf_oracle.logit_errors(hf, m, prompt, steps)
+    assert max(errs) < 1e-4, errs
 
 
 def test_internlm3_builtin_priced():

@@ -15,6 +15,7 @@ gguf = pytest.importorskip("gguf", reason="GGUF tests need the gguf package")
 
 import gguf_writer  # noqa: E402
 import hf_meta  # noqa: E402
+import hf_oracle  # noqa: E402
 import llama_bench_rows as lb  # noqa: E402
 
 from glmbench.models import configs, gguf_file  # noqa: E402
@@ -97,9 +98,7 @@ def _write_gemma3n(path, hc=_G3N, drop=(), **extra):
 def test_gemma3n_written_file_reads_as_its_config(tmp_path):
     p = str(tmp_path / "g3n.gguf")
     want = _write_gemma3n(p)
-    cfg = gguf_writer.check_reads_as(p, want)
-    assert gguf_writer.config_diff(cfg, want) == {}
-    names = set(gguf_file.read(p).tensors)
+    _, names = gguf_writer.read_back(p, want)
     assert {"altup_proj.weight", "altup_unembd_proj.weight", "blk.0.laurel_l.weight", "blk.0.altup_predict_coef.weight",
             "per_layer_token_embd.weight", "blk.9.inp_gate.weight"} <= names
     # llama.cpp's own rules where the keys are missing: every 5th layer global, the cache shared from layer 20 on
@@ -245,19 +244,14 @@ def test_hunyuan_config_variants_and_errors():
 
 
 def _write(path, mt, drop=(), **extra):
-    cfg = configs.from_hf(_SYNTH[mt], "synth")
-    arch = _ARCH[mt]
-    gguf_writer.write_zero_file(path, cfg, arch, {**gguf_writer.gqa_meta(cfg), **_MOE_KEYS.get(mt, {})}, drop, extra)
-    return cfg
+    return gguf_writer.write_synth(path, _SYNTH[mt], _ARCH[mt], _MOE_KEYS.get(mt, {}), drop, extra)
 
 
 @pytest.mark.parametrize("mt", list(_SYNTH))
 def test_hunyuan_phimoe_written_file_reads_as_its_config(tmp_path, mt):
     p = str(tmp_path / f"{mt}.gguf")
     want = _write(p, mt)
-    cfg = gguf_writer.check_reads_as(p, want)
-    assert gguf_writer.config_diff(cfg, want) == {}
-    names = set(gguf_file.read(p).tensors)
+    _, names = gguf_writer.read_back(p, want)
     if mt.startswith("hunyuan"):
         assert "blk.0.attn_q_norm.weight" in names
     if mt == "hunyuan_v1_moe":
@@ -380,30 +374,6 @@ def test_cuda_model_refuses_the_three_families():
             cuda.CudaModel(configs.from_hf(hc))
 
 
-def _unit_scale(m, seed=0):
-    """The tiny HF model's weights re-drawn at unit scale (matrices N(0, 1/fan_in), 1-D tensors around 1), so its
-    logits are O(1) and a skipped norm weight or bias shows."""
-    import torch
-    g = torch.Generator().manual_seed(seed)
-    with torch.no_grad():
-        for p in m.parameters():
-            p.copy_(1.0 + 0.1 * torch.randn(p.shape, generator=g) if p.ndim == 1 else
-                    torch.randn(p.shape, generator=g) / p.shape[-1] ** 0.5)
-    return m.eval()
-
-
-def _hf_and_model_logits(m, gm, prompt, steps):
-    import torch
-    want, got = [], [gm.prefill(np.array(prompt))] + [gm.decode(t) for t in steps]
-    with torch.no_grad():
-        r = m(torch.tensor([prompt]), use_cache=True)
-        want.append(r.logits[0].numpy())
-        for t in steps:
-            r = m(torch.tensor([[t]]), use_cache=True, cache=r.cache)
-            want.append(r.logits[0, -1].numpy())
-    return [float(np.max(np.abs(a - b)) / np.max(np.abs(b))) for a, b in zip(got, want)]
-
-
 @pytest.mark.slow
 @pytest.mark.parametrize("mt", ["hunyuan_v1_dense", "hunyuan_v1_moe"])
 def test_hunyuan_converted_file_runs_with_hf_logits(tmp_path, mt):
@@ -411,7 +381,7 @@ def test_hunyuan_converted_file_runs_with_hf_logits(tmp_path, mt):
     logits, a prefill and decode steps. The dense one with the released configs' NTK-alpha rope ("dynamic" with an
     alpha, which conversion/hunyuan.py HunYuanModel folds into rope.freq_base; its MoE converter takes only the
     released alpha 1000 over 128-dim heads, so the MoE file turns by plain rope)."""
-    torch = pytest.importorskip("torch")
+    pytest.importorskip("torch")
     transformers = pytest.importorskip("transformers")
     import llama_cpp_convert as lc
     if lc.source() is None:
@@ -423,15 +393,13 @@ def test_hunyuan_converted_file_runs_with_hf_logits(tmp_path, mt):
                                                              "rope_theta": 10000.0})
     hc = transformers.AutoConfig.for_model(mt, **{**_B, "head_dim": 16, "pad_token_id": 0, "bos_token_id": 1,
                                                   "eos_token_id": 2, **kw})
-    hc._attn_implementation = "eager"
-    torch.manual_seed(0)
-    m = _unit_scale(transformers.AutoModelForCausalLM.from_config(hc))
+    m = hf_oracle.random_model(hc)
     f = lc.convert(lc.save_hf(m, hc, tmp_path / "hf"), tmp_path / f"{mt}.gguf", "f32")
     gm = checkpoint.load_model(f, kv="f32", max_context=16)
     if mt == "hunyuan_v1_dense":   # the alpha's base, as plain rope: HF's ntk_alpha frequencies
         np.testing.assert_allclose(gm.config.rope_theta ** (-np.arange(0, 16, 2) / 16),
                                    m.model.rotary_emb.inv_freq.double().numpy(), rtol=1e-6)
-    errs = _hf_and_model_logits(m, gm, [3, 17, 5, 99, 42, 7], [11, 64, 2])
+    errs = hf_oracle.logit_errors(m, gm, [3, 17, 5, 99, 42, 7], [11, 64, 2])
     assert max(errs) < 1e-4, errs
 
 
@@ -441,14 +409,12 @@ def test_phimoe_file_with_hf_weights_runs_with_hf_logits(tmp_path):
     names, the experts stacked, the LayerNorm, attention and output biases), holding a tiny HF model's weights (the
     converter itself takes only the released checkpoint's layout): glmbench.Model runs it with HF's logits, the
     sparsemixer routing by HF's default band (router_jitter_noise 0.01, which no GGUF key states)."""
-    torch = pytest.importorskip("torch")
+    pytest.importorskip("torch")
     transformers = pytest.importorskip("transformers")
     from glmbench.models import checkpoint
     hc = transformers.AutoConfig.for_model("phimoe", **{k: v for k, v in _SYNTH["phimoe"].items() if k != "model_type"},
                                            head_dim=16, pad_token_id=0, bos_token_id=1, eos_token_id=2)
-    hc._attn_implementation = "eager"
-    torch.manual_seed(0)
-    m = _unit_scale(transformers.AutoModelForCausalLM.from_config(hc))
+    m = hf_oracle.random_model(hc)
     cfg = configs.from_hf(hc.to_dict(), "hf")
     sd = gguf_writer.hf_tensors(hc, m.state_dict())
     sd = {k.replace(".mlp.router.", ".mlp.gate."): v for k, v in sd.items()}
@@ -460,5 +426,5 @@ def test_phimoe_file_with_hf_weights_runs_with_hf_logits(tmp_path):
     gguf_writer.finish(w)
     gm = checkpoint.load_model(p, kv="f32", max_context=16)
     assert gguf_writer.config_diff(gm.config, cfg) == {}
-    errs = _hf_and_model_logits(m, gm, [3, 17, 5, 99, 42, 7], [11, 64, 2])
+    errs = hf_oracle.logit_errors(m, gm, [3, 17, 5, 99, 42, 7], [11, 64, 2])
     assert max(errs) < 1e-4, errs

@@ -6,8 +6,6 @@ nope/rope/v head dims all different, a dense first layer then MoE, shared expert
 routing with a randomised e_score_correction_bias (noaux_tc) and DeepSeek-V2's group_limited_greedy,
 GQA with q/k norm) at hidden size 64.
 """
-import inspect
-
 import numpy as np
 import pytest
 
@@ -15,6 +13,8 @@ torch = pytest.importorskip("torch", reason="HF oracle tests need torch (pip ins
 transformers = pytest.importorskip("transformers", reason="HF oracle tests need transformers")
 
 import glmbench  # noqa: E402
+# (the oracle's helpers, imported from here by other tests as well)
+from hf_oracle import assert_close_by_step, glm_logits, hf_logits, rel_err, unit_scale  # noqa: E402, F401
 
 pytestmark = pytest.mark.slow   # HF transformers models as the oracle: every test builds and runs one
 from glmbench.models import configs  # noqa: E402
@@ -232,45 +232,7 @@ def tiny_hf_model(model_type, seed=0, **overrides):
     cfg._attn_implementation = "eager"
     torch.manual_seed(seed)
     model = AutoModelForCausalLM.from_config(cfg, dtype=torch.float32).eval()
-    g = torch.Generator().manual_seed(seed)
-    with torch.no_grad():
-        for name, p in model.named_parameters():
-            if name.endswith(("act_fn.alpha_p", "act_fn.alpha_n")):   # Apertus's xIELU: each layer its own
-                p.copy_(torch.randn(p.shape, generator=g))
-            elif p.ndim == 1:  # RMSNorm weights: around 1, not exactly, so a skipped norm weight shows
-                p.copy_(1.0 + 0.1 * torch.randn(p.shape, generator=g))
-            else:  # N(0, 1/fan_in): activations stay at unit scale, routers see O(1) logits
-                p.copy_(torch.randn(p.shape, generator=g) / p.shape[-1] ** 0.5)
-        for name, b in model.named_buffers():
-            if name.endswith("e_score_correction_bias"):
-                # Same spread as the sigmoid scores: the bias changes which experts win.
-                b.copy_(0.1 * torch.randn(b.shape, generator=g))
-    return cfg, model
-
-
-def hf_logits(model, prompt, steps):
-    """Logits of a prefill of `prompt` and then one decode step per token of `steps` (teacher forcing)."""
-    # transformers 5.x names the cache `cache` (`past_key_values` is deprecated); 4.x only knows the latter
-    kw = "cache" if "cache" in inspect.signature(model.forward).parameters else "past_key_values"
-    out = []
-    with torch.no_grad():
-        r = model(torch.tensor([prompt]), use_cache=True)
-        out.append(r.logits[0].numpy().copy())
-        for t in steps:
-            r = model(torch.tensor([[t]]), use_cache=True, **{kw: getattr(r, kw)})
-            out.append(r.logits[0, -1].numpy().copy())
-    return out
-
-
-def rel_err(a, b):
-    return float(np.max(np.abs(np.asarray(a, np.float64) - b)) / np.max(np.abs(b)))
-
-
-def glm_logits(m, prompt, steps):
-    out = [m.prefill(np.array(prompt))]
-    for t in steps:
-        out.append(m.decode(t))
-    return out
+    return cfg, unit_scale(model, seed)
 
 
 CASES = [("glm4_moe_lite", s) for s in ("naive", "absorbed", "flash")] + \
@@ -298,10 +260,7 @@ def test_logits_match_hf(model_type, strategy):
     want = hf_logits(hf, prompt, steps)
     got = glm_logits(m, prompt, steps)
     assert got[0].shape == (7, cfg.vocab_size) and got[1].shape == (cfg.vocab_size,)
-    for i, (a, b) in enumerate(zip(got, want)):
-        assert np.all(np.isfinite(a))
-        err = rel_err(a, b)
-        assert err < RTOL, f"{model_type} {'prefill' if i == 0 else f'decode step {i}'}: relative error {err:.2e}"
+    assert_close_by_step(got, want, RTOL, model_type)
     assert m.n_past == 15
     for k in weights:  # inputs are never modified
         np.testing.assert_array_equal(weights[k], before[k])
@@ -356,9 +315,7 @@ def test_deepseek_v2_group_limited_greedy_matches_hf(strategy, over):
     for h in hooks:
         h.remove()
     got = glm_logits(m, prompt, steps)
-    for i, (a, b) in enumerate(zip(got, want)):
-        err = rel_err(a, b)
-        assert err < RTOL, f"group_limited_greedy {'prefill' if i == 0 else f'decode step {i}'}: relative error {err:.2e}"
+    assert_close_by_step(got, want, RTOL, "group_limited_greedy", finite=False)
     # group limiting really bites: for some token plain greedy top-3 picks a different set
     from glmbench.core import reference as ref
     from glmbench.models.model import route_groups
@@ -511,9 +468,7 @@ def test_scaled_rope_logits_match_hf(model_type, strategy, over):
     steps = rng.integers(0, cfg.vocab_size, 8).tolist()
     want = hf_logits(hf, prompt, steps)
     got = glm_logits(m, prompt, steps)
-    for i, (a, b) in enumerate(zip(got, want)):
-        err = rel_err(a, b)
-        assert err < RTOL, f"{model_type} {rt} {'prefill' if i == 0 else f'decode step {i}'}: relative error {err:.2e}"
+    assert_close_by_step(got, want, RTOL, f"{model_type} {rt}", finite=False)
     # and the scaling matters: plain rope gives different logits
     plain_cfg = configs.load({**hf_cfg.to_dict(), "rope_parameters": {"rope_type": "default",
                                                                       "rope_theta": cfg.rope_theta}})
@@ -588,10 +543,7 @@ def test_gemma3_logits_match_hf_past_the_window(chunk, ring):
     assert m.cache.ring_tokens(0) == ring and m.n_past == 80     # chunk 16: 80 tokens through 64 slots
     assert m.cache.held(0) == 4 and m.cache.held(1) == 80
     assert all(L._c_plan() is not None for L in m.layers)   # each layer ran as one C call (csrc/layer.c)
-    for i, (a, b) in enumerate(zip(got, want)):
-        assert np.all(np.isfinite(a))
-        err = rel_err(a, b)
-        assert err < RTOL, f"gemma3 {'prefill' if i == 0 else f'decode step {i}'}: relative error {err:.2e}"
+    assert_close_by_step(got, want, RTOL, "gemma3")
     assert np.abs(got[0]).max() <= 5.0    # the soft-cap bounds them
     for k in weights:
         np.testing.assert_array_equal(weights[k], before[k])
@@ -628,9 +580,7 @@ def test_gemma2_softcapped_logits_match_hf():
     got = glm_logits(m, prompt, steps)
     assert m.cache.ring_tokens(0) == 64 and m.n_past == 70   # the windowed layers' rings wrapped
     assert all(L._c_plan() is not None for L in m.layers)   # soft-capped windows in the C layer
-    for i, (a, b) in enumerate(zip(got, want)):
-        err = rel_err(a, b)
-        assert err < RTOL, f"gemma2 {'prefill' if i == 0 else f'decode step {i}'}: relative error {err:.2e}"
+    assert_close_by_step(got, want, RTOL, "gemma2", finite=False)
     # without the attention soft-cap the logits really differ: the cap is doing something here
     import dataclasses
     m2 = glmbench.Model(dataclasses.replace(cfg, attn_logit_softcapping=None), state_dict=weights, weights="f32",
@@ -670,10 +620,7 @@ def test_gpt_oss_logits_match_hf_past_the_window(limit, chunk):
     steps = rng.integers(0, cfg.vocab_size, 20).tolist()
     want = hf_logits(hf, prompt, steps)
     got = glm_logits(m, prompt, steps)
-    for i, (a, b) in enumerate(zip(got, want)):
-        assert np.all(np.isfinite(a))
-        err = rel_err(a, b)
-        assert err < RTOL, f"gpt_oss {'prefill' if i == 0 else f'decode step {i}'}: relative error {err:.2e}"
+    assert_close_by_step(got, want, RTOL, "gpt_oss")
     for k in weights:
         np.testing.assert_array_equal(weights[k], before[k])
     assert all(L.last_counts.sum() == 2 for L in m.layers)   # the last decode step routed to top-2
@@ -736,10 +683,7 @@ def _matches_hf(hf, cfg, label, *, n_prompt=20, n_steps=10, seed=13, **model_kw)
     steps = rng.integers(0, cfg.vocab_size, n_steps).tolist()
     want = hf_logits(hf, prompt, steps)
     got = glm_logits(m, prompt, steps)
-    for i, (a, b) in enumerate(zip(got, want)):
-        assert np.all(np.isfinite(a))
-        err = rel_err(a, b)
-        assert err < RTOL, f"{label} {'prefill' if i == 0 else f'decode step {i}'}: relative error {err:.2e}"
+    assert_close_by_step(got, want, RTOL, label)
     for k in weights:
         np.testing.assert_array_equal(weights[k], before[k])
     return m, prompt, got

@@ -8,6 +8,7 @@ import pytest
 gguf = pytest.importorskip("gguf", reason="GGUF tests need the gguf package")
 
 import gguf_writer  # noqa: E402
+import hf_oracle  # noqa: E402
 import llama_bench_rows as lb  # noqa: E402
 
 from glmbench.models import configs, gguf_file  # noqa: E402
@@ -140,12 +141,8 @@ def test_hf_folder_as_saved_runs_and_is_counted(tmp_path, family):
     block_sparse_moe.input_linear / output_linear / router.layer) read by checkpoint.load_model: every stored byte
     on a tensor of the config, logits as HF's."""
     pytest.importorskip("torch")
-    from test_model_hf import glm_logits, hf_logits, rel_err, tiny_hf_model
-    from glmbench.models import checkpoint
+    from test_model_hf import tiny_hf_model
     _, hf = tiny_hf_model(family)
-    hf.save_pretrained(str(tmp_path))
-    fw = configs.load(str(tmp_path)).file_weights
-    assert fw.extra_bytes == fw.skipped_bytes == 0 and fw.main_type == "F32"
-    m = checkpoint.load_model(str(tmp_path), kv="f32", max_context=32)
-    want = hf_logits(hf, [3, 17, 42, 5], [7, 11])
-    assert max(rel_err(a, b) for a, b in zip(glm_logits(m, [3, 17, 42, 5], [7, 11]), want)) < 1e-4
+    _, m = hf_oracle.saved_and_loaded(hf, tmp_path)
+    errs = hf_oracle.logit_errors(hf, m, [3, 17, 42, 5], [7, 11])
+    assert max(errs) < 1e-4, errs
