@@ -27,6 +27,11 @@ def test_crossover_depth_falls_with_the_mla_efficiency():
     s = cm.Setup("glm-4.7-flash", rig, runtime=cx.with_mla_efficiency("typical", "flash", 0.05))
     x = cx.crossover_depth(s, dense)
     assert cm.decode(s, int(x)).tok_s == pytest.approx(cm.decode(dense, int(x)).tok_s, rel=0.05)
+    # speeds the caller already has (the curves pass each MLA setup's once for every dense model) give the same depth
+    ya = [cm.decode(s, d).tok_s for d in cx.DEPTHS]
+    yb = [cm.decode(dense, d).tok_s for d in cx.DEPTHS]
+    assert cx.crossover_depth(s, dense, mla_speeds=ya, dense_speeds=yb) == x
+    assert cx.crossover_depth(s, dense, mla_speeds=[2 * y for y in ya]) != x    # and are the ones used
     with pytest.raises(ValueError, match="in \\(0, 1\\]"):
         cx.with_mla_efficiency("typical", "flash", 1.5)
 

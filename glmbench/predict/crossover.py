@@ -113,13 +113,14 @@ def mla_efficiency_of(runtime, strategy: str) -> float:
 
 
 def crossover_depth(mla_setup: cm.Setup, dense_setup: cm.Setup, depths: Sequence[int] = DEPTHS, *,
-                    dense_speeds: Sequence[float] | None = None):
+                    dense_speeds: Sequence[float] | None = None, mla_speeds: Sequence[float] | None = None):
     """The first depth where the dense model's one-stream decode becomes at least as fast as the
     MLA model's (interpolated between depths, costmodel.crossover): a float; 0.0 when the dense
     model is already as fast at the first depth; None when the MLA model stays faster at every
-    depth of the grid."""
+    depth of the grid. dense_speeds / mla_speeds: the setups' decode tok/s at `depths`, where the
+    caller already has them (a sweep pairing one setup with many)."""
     depths = list(depths)
-    ya = [cm.decode(mla_setup, d).tok_s for d in depths]
+    ya = list(mla_speeds) if mla_speeds is not None else [cm.decode(mla_setup, d).tok_s for d in depths]
     yb = list(dense_speeds) if dense_speeds is not None else [cm.decode(dense_setup, d).tok_s for d in depths]
     if yb[0] >= ya[0]:
         return 0.0
@@ -166,8 +167,9 @@ def mla_crossover_curves(rigs: Sequence, runtimes: Sequence, *, mla_model: str =
                 for e in grid:
                     mla = cm.Setup(mla_model, rig, split=sp, weights=weights, kv=kv, mla_strategy=st,
                                    runtime=with_mla_efficiency(rt, st, e))
+                    mla_y = [cm.decode(mla, d).tok_s for d in depths]   # once, for every dense model
                     for m in dense_models:
-                        x = crossover_depth(mla, dense[m], depths, dense_speeds=dense_y[m])
+                        x = crossover_depth(mla, dense[m], depths, dense_speeds=dense_y[m], mla_speeds=mla_y)
                         rows.append({"mla_model": mla.model.name, "dense_model": dense[m].model.name,
                                      "n_cards": rig.n_cards, "rig": rig.name, "split": sp, "runtime": rt.name,
                                      "evidence": "calibrated" if rt.calibrated else "predicted",
