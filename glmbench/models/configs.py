@@ -797,20 +797,20 @@ class ModelConfig:
             raise ValueError(f"layer index `i` must be in [0, {self.n_layers}), got {i}")
         return i in self._moe_set
 
-    @property
+    @functools.cached_property
     def _moe_set(self) -> frozenset:
         return frozenset(self.moe_layers)
 
-    @property
+    @functools.cached_property
     def n_moe_layers(self) -> int:
         return len(self.moe_layers)
 
-    @property
+    @functools.cached_property
     def n_dense_layers(self) -> int:
         """Layers with a dense MLP (not MoE; Nemotron-H's mixer blocks have neither)."""
         return self.n_ffn_layers - len(self.moe_layers)
 
-    @property
+    @functools.cached_property
     def n_ffn_layers(self) -> int:
         return self.n_layers if self.ffn_layers is None else len(self.ffn_layers)
 
@@ -823,19 +823,31 @@ class ModelConfig:
         """Layer i holds an MLP or MoE: every layer but Nemotron-H's mixer blocks."""
         return self.ffn_layers is None or i in self._ffn_set
 
-    @property
+    @functools.cached_property
     def _mixer_set(self) -> frozenset:
         return frozenset(range(self.n_layers) if self.mixer_layers is None else self.mixer_layers)
 
-    @property
+    @functools.cached_property
     def _ffn_set(self) -> frozenset:
         return frozenset(range(self.n_layers) if self.ffn_layers is None else self.ffn_layers)
 
-    @property
+    @functools.cached_property
     def dense_layers(self) -> tuple:
         """Indices of the layers with a dense MLP."""
         moe = self._moe_set
         return tuple(i for i in range(self.n_layers) if self.has_ffn(i) and i not in moe)
+
+    def __hash__(self):
+        # the generated hash (the compared fields as a tuple), memoised: the cost model's per-config
+        # caches hash the config on every op of every step. Not pickled (__getstate__): a str's hash
+        # differs between processes
+        h = self.__dict__.get("_hash_memo")
+        if h is None:
+            h = self.__dict__["_hash_memo"] = hash(tuple(getattr(self, f.name) for f in _COMPARED))
+        return h
+
+    def __getstate__(self):
+        return {k: v for k, v in self.__dict__.items() if k != "_hash_memo"}
 
     def __post_init__(self):
         # validate rope_scaling now: a bad one of a supported type fails at load; a type the forward
@@ -848,11 +860,11 @@ class ModelConfig:
         """Layer i runs a DSA lightning indexer of its own (weights and a cached key per token)."""
         return i in self._indexer_set
 
-    @property
+    @functools.cached_property
     def _indexer_set(self) -> frozenset:
         return frozenset(self.indexer_layers)
 
-    @property
+    @functools.cached_property
     def _attn_uniform(self) -> bool:
         """Every attention layer holds the same tensors (not Gemma 4's global / kv-shared layers, not GLM's
         indexer-sharing layers beside full ones)."""
@@ -860,14 +872,14 @@ class ModelConfig:
                     self.layer_kv_list) and \
             len(self.indexer_layers) in (0, len(self.attention_layers))
 
-    @property
+    @functools.cached_property
     def windowed_layers(self) -> tuple:
         """Indices of the layers that attend within sliding_window tokens (and cache only those)."""
         if not self.sliding_window:
             return ()
         return tuple(range(self.n_layers)) if self.window_layers is None else tuple(self.window_layers)
 
-    @property
+    @functools.cached_property
     def attention_layers(self) -> tuple:
         """Indices of the layers with softmax attention (every layer but a hybrid's linear ones; a parallel
         hybrid's linear layers attend too, parallel_mixers): the layers that keep a KV cache."""
@@ -876,13 +888,13 @@ class ModelConfig:
             return tuple(range(self.n_layers))
         return tuple(i for i in range(self.n_layers) if i not in lin and self.has_mixer(i))
 
-    @property
+    @functools.cached_property
     def n_kv_layers(self) -> int:
         """Layers that keep a KV cache of their own (cache_layers)."""
         return len(self.cache_layers)
 
     # ---- per-layer attention geometry: uniform except Gemma 4's global layers and kv-shared layers ----
-    @property
+    @functools.cached_property
     def _window_set(self) -> frozenset:
         return frozenset(self.windowed_layers)
 
@@ -923,11 +935,11 @@ class ModelConfig:
         raise ValueError(f"layer {i} shares the cache of an earlier {'windowed' if win else 'global'} layer, "
                          f"but none of the first {first} layers is one")
 
-    @property
+    @functools.cached_property
     def _attention_set(self) -> frozenset:
         return frozenset(self.attention_layers)
 
-    @property
+    @functools.cached_property
     def cache_layers(self) -> tuple:
         """Indices of the attention layers that keep a KV cache of their own (all of them but Gemma 4's
         kv-shared layers)."""
@@ -1162,7 +1174,7 @@ class ModelConfig:
             return self.kv_lora_rank + self.qk_rope_head_dim + (self.index_head_dim if self.has_indexer(i) else 0)
         return self.layer_kv_heads(i) * (self.layer_head_dim(i) + self.layer_v_dim(i))
 
-    @property
+    @functools.cached_property
     def _first_cache_layer(self) -> int:
         c = self.cache_layers
         return c[0] if c else 0
@@ -1185,12 +1197,16 @@ class ModelConfig:
         return sum(fmt.nbytes(r) for r in self.kv_rows_per_layer(i))
 
     def _kv_fits(self, kv: str) -> bool:
-        """Every cached row is a whole number of `kv`'s blocks (kv_rows_per_layer)."""
-        try:
-            self.kv_bytes_per_token(kv)
-        except ValueError:
-            return False
-        return True
+        """Every cached row is a whole number of `kv`'s blocks (kv_rows_per_layer); memoised per format
+        (every Setup asks, and a fit makes one per point and candidate)."""
+        memo = self.__dict__.setdefault("_kv_fits_memo", {})
+        if kv not in memo:
+            try:
+                self.kv_bytes_per_token(kv)
+                memo[kv] = True
+            except ValueError:
+                memo[kv] = False
+        return memo[kv]
 
     def kv_bytes_per_token(self, kv: str = vocab.DEFAULTS["kv"], *, expanded: bool = False,
                            windowed: bool | None = None) -> int:
@@ -1825,6 +1841,9 @@ def _read_json(path: str) -> dict:
     if not isinstance(d, dict):
         raise ValueError(f"{path}: expected a JSON object, got {type(d).__name__}")
     return d
+
+
+_COMPARED = tuple(f for f in dataclasses.fields(ModelConfig) if f.compare)   # what ModelConfig.__hash__ hashes
 
 
 class _Reader:

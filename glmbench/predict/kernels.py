@@ -64,6 +64,8 @@ the GPU's peaks) so that costmodel.py can call it per op.
 """
 from __future__ import annotations
 
+import functools
+
 import math
 
 from glmbench import vocab
@@ -84,7 +86,11 @@ FAMILIES = ("f16", "q8_0", "q4_0", "k", "iq", "mxfp4", "fp8", "int4", "other")
 
 def family(fmt_name: str) -> str:
     """The weight-type family of a format name (vocab's canonical spelling)."""
-    n = str(fmt_name)
+    return _family(str(fmt_name))
+
+
+@functools.lru_cache(maxsize=4096)
+def _family(n: str) -> str:
     low = n.lower()
     if low in _FAMILY_OF:
         return _FAMILY_OF[low]
