@@ -745,3 +745,26 @@ def test_a_card_better_in_every_figure_is_never_predicted_slower(rt_name):
                 t[n] = (cm.decode(s, depth).seconds, cm.prefill(s, 512, depth).seconds)
             slower = [(a, b, k) for a, b in pairs for k in (0, 1) if t[a][k] > t[b][k] * (1 + 1e-9)]
             assert not slower, (model, depth, slower[:5])
+
+
+def test_config_caches_never_change_what_a_config_is():
+    """A ModelConfig's memoised hash and layer sets (cached on the object: the cost model asks per op)
+    are what the fields say: a replaced config gets its own, a pickled one re-hashes in its process,
+    and Setups share one object per distinct config only where every field, compared or not, agrees."""
+    import pickle
+    a, b = configs.load("gemma-3-12b"), configs.load("gemma-3-12b")
+    assert a is not b and a == b and hash(a) == hash(b)
+    assert a.windowed_layers and a.cache_layers == a.attention_layers
+    c = dataclasses.replace(a, n_layers=6, window_layers=(0, 1, 2, 3, 4))
+    assert c.attention_layers == tuple(range(6)) and c.windowed_layers == (0, 1, 2, 3, 4) and hash(c) != hash(a)
+    state = a.__getstate__()
+    assert "_hash_memo" not in state and "_hash_memo" in a.__dict__     # a str's hash differs between processes
+    p = pickle.loads(pickle.dumps(a))
+    assert p == a and hash(p) == hash(a) and "_hash_memo" in p.__dict__
+    rig = hw.Rig(hw.get_gpu("rtx-3090"), 1)
+    s1, s2 = cm.Setup(a, rig), cm.Setup(b, rig)
+    assert s1.model is s2.model
+    # equal to the interned one in the compared fields but not in the wrapper: kept as given
+    w = dataclasses.replace(b, wrapper="gemma3")
+    assert w == a and cm.Setup(w, rig).model is w
+    assert cm.decode(cm.Setup(w, rig), 4096).tok_s == cm.decode(s1, 4096).tok_s
