@@ -691,7 +691,6 @@ def cmd_sweep(args) -> int:
     if out is not None and _check_out_file(out, force=args.force):
         os.unlink(out)  # --force: not a records file, replaced rather than resumed from
     resumable = out if out and out.endswith(".json") else None
-    study.setups()  # every model, format and GPU checked before reading the file or any work
     before = _read_before(resumable)
     _say_notes(args)
     recs = report.sweep(study, tests=tests, progress=not args.quiet, out=resumable)
