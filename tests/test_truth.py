@@ -165,8 +165,9 @@ def test_published_points_are_predicted_by_their_runtime_model_out_of_the_box():
     only (none of these files among the sources its calibration records)."""
     srcs = truth.published_sources()
     assert {s.runtime_model for s in srcs} == {"ik_llama.cpp", "llama.cpp"}
+    rows_of = {s.path: truth.rows_for(s) for s in srcs}    # (each a leave-one-out fit per point: computed once)
     for s in srcs:
-        rows = truth.rows_for(s)
+        rows = rows_of[s.path]
         prof = cm.load_runtime(s.runtime_model)
         assert not any(os.path.basename(s.path)[:-5] in k for k in (prof.calibration or {}).get("sources", {}))
         for r in rows:
@@ -176,9 +177,10 @@ def test_published_points_are_predicted_by_their_runtime_model_out_of_the_box():
             assert r.model == pytest.approx(cal.predict_point(r.point, prof.with_options(**opts)), rel=1e-12)
     # sweep-bench's prompt chunk is its ubatch: the after-fix source runs at -ub 2048
     after = [s for s in srcs if "mla-fixed" in s.path][0]
-    assert all(r.point.record["runtime_options"]["ubatch"] == "2048" for r in truth.rows_for(after))
-    (d,) = [d for d in truth.summary(truth.rows_for(after))]
-    assert d["model"] is not None and "runtime model (public fit)" in truth.render(truth.rows_for(after), [after], "x")
+    rows = rows_of[after.path]
+    assert all(r.point.record["runtime_options"]["ubatch"] == "2048" for r in rows)
+    (d,) = [d for d in truth.summary(rows)]
+    assert d["model"] is not None and "runtime model (public fit)" in truth.render(rows, [after], "x")
 
 
 def test_a_physics_profile_s_report_says_its_error_on_the_public_set():
