@@ -2045,7 +2045,7 @@ def _memory_terms(setup: Setup, batch: int):
     # memory where the runtime keeps its input layer there (llama.cpp: per_layer_token_embd is an input tensor)
     head_w += wb["ple_proj"] + (0 if setup.runtime.embeddings_on_host else wb["ple_table"])
     cache, win = frozenset(cfg.cache_layers), frozenset(cfg.windowed_layers)
-    kv_of = {i: _cache_row_bytes(setup, i) for i in cache}
+    kv_of = _cache_rows_of(setup)
 
     def kv_sum(layers, windowed):
         """Cache bytes per token of the caching layers among `layers`, windowed or global."""
@@ -2112,11 +2112,29 @@ def _memory_terms(setup: Setup, batch: int):
 def _cache_row_bytes(setup: Setup, i: int) -> float:
     """Cache bytes one token takes in layer i under this setup: its rows in the cache format, a DSA layer's
     indexer key (the last row, configs.kv_rows_per_layer) as the runtime stores it (_index_row_bytes)."""
-    cfg, kvf = setup.model, setup.kv_fmt
-    rows = cfg.kv_rows_per_layer(i)
-    if cfg.attention == "mla" and cfg.has_indexer(i):
-        return sum(kvf.nbytes(r) for r in rows[:-1]) + _index_row_bytes(setup)
-    return sum(kvf.nbytes(r) for r in rows)
+    return _cache_rows_of(setup)[i]
+
+
+def _cache_rows_of(setup: Setup) -> dict:
+    """{caching layer: _cache_row_bytes} of this setup."""
+    cfg = setup.model
+    idx = _index_row_bytes(setup) if cfg.attention == "mla" and cfg.indexer_layers else 0
+    return _cache_rows(cfg, setup.kv_fmt.name, idx)
+
+
+@functools.lru_cache(maxsize=256)
+def _cache_rows(cfg: configs.ModelConfig, kv: str, index_row: float) -> dict:
+    """{layer: cache bytes per token} over the caching layers (_cache_row_bytes; `index_row`: a DSA layer's
+    indexer key bytes as the runtime stores it). Memoised: memory() asks for every layer at every point."""
+    kvf = vocab.kv_format(kv)
+    out = {}
+    for i in cfg.cache_layers:
+        rows = cfg.kv_rows_per_layer(i)
+        if cfg.attention == "mla" and cfg.has_indexer(i):
+            out[i] = sum(kvf.nbytes(r) for r in rows[:-1]) + index_row
+        else:
+            out[i] = sum(kvf.nbytes(r) for r in rows)
+    return out
 
 
 def _host_memory_terms(setup: Setup, batch: int) -> tuple:
