@@ -26,8 +26,9 @@ import sys
 VERSION = "0.3.36"
 
 _RUNNER = r"""
+import json
 import sys
-src, LOADABLE, argv = sys.argv[1], sys.argv[2] == "1", sys.argv[3:]
+src, LOADABLE, jobs = sys.argv[1], sys.argv[2] == "1", json.loads(sys.argv[3])
 sys.path.insert(0, src)
 sys.path.insert(1, src + "/gguf-py")
 import convert_hf_to_gguf as conv
@@ -62,8 +63,9 @@ def get_model_class(*a, **k):   # the model classes load lazily: patch the one c
 
 
 conv.get_model_class = get_model_class
-sys.argv = ["convert_hf_to_gguf.py", *argv]
-conv.main()
+for argv in jobs:   # each as its own command line (the imports, torch's among them, paid once)
+    sys.argv = ["convert_hf_to_gguf.py", *argv]
+    conv.main()
 """
 
 
@@ -101,28 +103,46 @@ def save_hf(model, cfg, folder) -> str:
 
 
 def convert(folder, out, outtype="f16", *, split_max_tensors: int | None = None, timeout=300,
-            loadable: bool = False) -> str:
+            loadable: bool = False, prelude: str = "") -> str:
     """Run the converter on HF folder `folder` -> `out` (.gguf). With `split_max_tensors` the
     converter writes parts OUT-00001-of-0000N.gguf; the first part's path is returned. `loadable`:
     also write the BPE merges and bos/eos ids llama.cpp's own loader requires of a gpt2-type
-    vocabulary (for files llama-bench runs; glmbench's reader does not need them)."""
+    vocabulary (for files llama-bench runs; glmbench's reader does not need them). `prelude`: Python
+    run before the converter is imported (a test's patch of what it calls)."""
+    (path,) = convert_many(folder, [(out, outtype, split_max_tensors)], timeout=timeout, loadable=loadable,
+                           prelude=prelude)
+    return path
+
+
+def convert_many(folder, jobs, *, timeout=300, loadable: bool = False, prelude: str = "") -> list[str]:
+    """convert() for each (out, outtype, split_max_tensors) of `jobs`, in order, in one subprocess
+    (one converter command line after another: its imports, torch's among them, paid once); the
+    paths as convert() returns them."""
     src = source()
     if src is None:
         raise RuntimeError(skip_reason())
-    args = [os.fspath(folder), "--outfile", os.fspath(out), "--outtype", outtype]
-    if split_max_tensors:
-        args += ["--split-max-tensors", str(split_max_tensors)]
+    argvs = []
+    for out, outtype, split_max_tensors in jobs:
+        args = [os.fspath(folder), "--outfile", os.fspath(out), "--outtype", outtype]
+        if split_max_tensors:
+            args += ["--split-max-tensors", str(split_max_tensors)]
+        argvs.append(args)
     env = dict(os.environ, NO_LOCAL_GGUF="1", PYTHONPATH="")
-    r = subprocess.run([sys.executable, "-c", _RUNNER, src, "1" if loadable else "0", *args], capture_output=True, text=True, env=env,
-                       timeout=timeout)
+    r = subprocess.run([sys.executable, "-c", prelude + _RUNNER, src, "1" if loadable else "0", json.dumps(argvs)],
+                       capture_output=True, text=True, env=env,
+                       timeout=None if timeout is None else timeout * len(argvs))
     if r.returncode:
         raise RuntimeError(f"convert_hf_to_gguf.py failed ({r.returncode}):\n{r.stderr[-4000:]}")
-    if split_max_tensors:
-        parts = sorted(glob.glob(os.fspath(out)[:-len(".gguf")] + "-*-of-*.gguf"))
-        if not parts:
-            raise RuntimeError(f"the converter wrote no split parts for {out}:\n{r.stderr[-2000:]}")
-        return parts[0]
-    return os.fspath(out)
+    paths = []
+    for out, _, split_max_tensors in jobs:
+        if split_max_tensors:
+            parts = sorted(glob.glob(os.fspath(out)[:-len(".gguf")] + "-*-of-*.gguf"))
+            if not parts:
+                raise RuntimeError(f"the converter wrote no split parts for {out}:\n{r.stderr[-2000:]}")
+            paths.append(parts[0])
+        else:
+            paths.append(os.fspath(out))
+    return paths
 
 
 def hf_config_with(g, base: dict, **meta) -> dict:

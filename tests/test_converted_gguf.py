@@ -207,9 +207,10 @@ def _converted(family, tmp):
     folder = lc.save_hf(model, cfg, os.path.join(tmp, family))
     if family in HYBRID:
         _with_mtp_block(folder)
-    out = {"f16": lc.convert(folder, os.path.join(tmp, f"{family}-f16.gguf"), "f16"),
-           "q8_0": lc.convert(folder, os.path.join(tmp, f"{family}-q8_0.gguf"), "q8_0"),
-           "split": lc.convert(folder, os.path.join(tmp, f"{family}-split.gguf"), "q8_0", split_max_tensors=7)}
+    jobs = {"f16": (os.path.join(tmp, f"{family}-f16.gguf"), "f16", None),
+            "q8_0": (os.path.join(tmp, f"{family}-q8_0.gguf"), "q8_0", None),
+            "split": (os.path.join(tmp, f"{family}-split.gguf"), "q8_0", 7)}
+    out = dict(zip(jobs, lc.convert_many(folder, list(jobs.values()))))   # the three in one converter process
     return cfg, model, out
 
 

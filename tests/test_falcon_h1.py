@@ -382,7 +382,8 @@ def _converted(case, tmp):
         warnings.simplefilter("ignore")
         model = transformers.FalconH1ForCausalLM(hfcfg).float().eval()
     folder = lc.save_hf(model, hfcfg, os.path.join(tmp, case))
-    return folder, {k: lc.convert(folder, os.path.join(tmp, f"{case}-{k}.gguf"), k) for k in ("f16", "q8_0")}
+    kinds = ("f16", "q8_0")   # both in one converter process
+    return folder, dict(zip(kinds, lc.convert_many(folder, [(os.path.join(tmp, f"{case}-{k}.gguf"), k, None) for k in kinds])))
 
 
 # each tensor of ours -> the GGUF name the converter gives it (src/llama-arch.cpp's names)

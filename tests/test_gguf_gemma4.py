@@ -464,7 +464,8 @@ def _converted(case, tmp):
     folder = lc.save_hf(model, cfg, os.path.join(tmp, case))
     if cfg.num_kv_shared_layers:
         _with_shared_kv(folder)
-    return folder, {k: lc.convert(folder, os.path.join(tmp, f"{case}-{k}.gguf"), k) for k in ("f16", "q8_0")}
+    kinds = ("f16", "q8_0")   # both in one converter process
+    return folder, dict(zip(kinds, lc.convert_many(folder, [(os.path.join(tmp, f"{case}-{k}.gguf"), k, None) for k in kinds])))
 
 
 @needs_converter

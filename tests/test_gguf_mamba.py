@@ -22,8 +22,6 @@ so the metadata reading and its errors are tested without llama.cpp's sources to
 import functools
 import json
 import os
-import subprocess
-import sys
 
 import numpy as np
 import pytest
@@ -95,13 +93,7 @@ transformers.AutoConfig.from_pretrained = _config_json_as_written
 def _convert(folder, out, outtype="f16", *, as_written=True):
     """llama.cpp's converter on `folder` (tests/llama_cpp_convert.py's runner; `as_written`: the config.json as
     it is, else parsed by transformers 5 as the converter does by default)."""
-    env = dict(os.environ, NO_LOCAL_GGUF="1", PYTHONPATH="")
-    code = (_PRELUDE if as_written else "") + lc._RUNNER
-    r = subprocess.run([sys.executable, "-c", code, lc.source(), "0", os.fspath(folder), "--outfile", os.fspath(out),
-                        "--outtype", outtype], capture_output=True, text=True, env=env, timeout=300)
-    if r.returncode:
-        raise RuntimeError(f"convert_hf_to_gguf.py failed ({r.returncode}):\n{r.stderr[-4000:]}")
-    return os.fspath(out)
+    return lc.convert(folder, out, outtype, prelude=_PRELUDE if as_written else "")
 
 
 def _hf(family):
@@ -180,7 +172,9 @@ def _converted(family, tmp):
     _as_released(folder)
     if family == "nemotron_moe":
         _with_mtp_block(folder)
-    return folder, {k: _convert(folder, os.path.join(tmp, f"{family}-{k}.gguf"), k) for k in ("f16", "q8_0")}
+    kinds = ("f16", "q8_0")   # both in one converter process
+    paths = lc.convert_many(folder, [(os.path.join(tmp, f"{family}-{k}.gguf"), k, None) for k in kinds], prelude=_PRELUDE)
+    return folder, dict(zip(kinds, paths))
 
 
 _load, _diff = gguf_writer.load_stated, gguf_writer.config_diff
