@@ -668,10 +668,11 @@ def _weight_bytes_uniform(cfg, weights, what):
     return (cfg.mlp_matrices - 1) * vocab.tensor_nbytes(base, "", (F, D)) + vocab.tensor_nbytes(base, "", (D, F))
 
 
-def _layer_total(cfg, weights) -> list:
+@functools.lru_cache(maxsize=256)
+def _layer_total(cfg, weights) -> tuple:
     """Stored bytes of each decoder layer (all its tensors)."""
-    return [sum(L["attn"].values()) + sum(L["linear"].values()) + L["norms"] + L["mlp"] + L["experts"] + L["router"]
-            + L["shared"] + L["latent"] + L["ple"] for L in _weight_table(cfg, weights)["layers"]]
+    return tuple(sum(L["attn"].values()) + sum(L["linear"].values()) + L["norms"] + L["mlp"] + L["experts"] + L["router"]
+                 + L["shared"] + L["latent"] + L["ple"] for L in _weight_table(cfg, weights)["layers"])
 
 
 @functools.lru_cache(maxsize=256)
