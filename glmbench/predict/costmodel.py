@@ -2110,14 +2110,10 @@ def _memory_terms(setup: Setup, batch: int):
     return out
 
 
-def _cache_row_bytes(setup: Setup, i: int) -> float:
-    """Cache bytes one token takes in layer i under this setup: its rows in the cache format, a DSA layer's
-    indexer key (the last row, configs.kv_rows_per_layer) as the runtime stores it (_index_row_bytes)."""
-    return _cache_rows_of(setup)[i]
-
-
 def _cache_rows_of(setup: Setup) -> dict:
-    """{caching layer: _cache_row_bytes} of this setup."""
+    """{caching layer: cache bytes one token takes there under this setup}: its rows in the cache format, a
+    DSA layer's indexer key (the last row, configs.kv_rows_per_layer) as the runtime stores it
+    (_index_row_bytes)."""
     cfg = setup.model
     idx = _index_row_bytes(setup) if cfg.attention == "mla" and cfg.indexer_layers else 0
     return _cache_rows(cfg, setup.kv_fmt.name, idx)
@@ -2125,7 +2121,7 @@ def _cache_rows_of(setup: Setup) -> dict:
 
 @functools.lru_cache(maxsize=256)
 def _cache_rows(cfg: configs.ModelConfig, kv: str, index_row: float) -> dict:
-    """{layer: cache bytes per token} over the caching layers (_cache_row_bytes; `index_row`: a DSA layer's
+    """{layer: cache bytes per token} over the caching layers (_cache_rows_of; `index_row`: a DSA layer's
     indexer key bytes as the runtime stores it). Memoised: memory() asks for every layer at every point."""
     kvf = vocab.kv_format(kv)
     out = {}
@@ -2150,8 +2146,8 @@ def _host_memory_terms(setup: Setup, batch: int) -> tuple:
     host_layers = [i for i in range(cfg.n_layers) if not pl.on_card[i]]
     win, lin = frozenset(cfg.windowed_layers), frozenset(cfg.linear_layers)
     n_lin = sum(1 for i in host_layers if i in lin)
-    kv = lambda windowed: sum(_cache_row_bytes(setup, i) for i in host_layers
-                              if i in frozenset(cfg.cache_layers) and (i in win) == windowed)
+    rows = _cache_rows_of(setup)     # (its keys: the caching layers)
+    kv = lambda windowed: sum(rows[i] for i in host_layers if i in rows and (i in win) == windowed)
     st = cfg.recurrent_state_bytes() / len(lin) * n_lin if lin else 0.0
     return (total - card_w, batch * kv(False), batch * kv(True), batch * st)
 
