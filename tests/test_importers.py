@@ -825,6 +825,11 @@ def test_gpus_named_in_text():
     assert im.gpus_in("a 4x4096 matrix on 2x3090 and an RTX-4080; H100 SXM; gb10; Qwen3-235B-A22B at 16 GB/s") == [
         ("RTX 3090", 2), ("RTX 4080", None), ("H100 SXM", None), ("GB10", None)]
     assert im.gpus_in("rtx3090ti_ik-pr598") == [("RTX 3090 Ti", None)] and im.gpus_in("no card here, Q4 2025") == []
+    # a bare GeForce number is one card after an article or a possessive ("on a 4090", "my 3090"), without a
+    # count; never a quantity ("a 4090-token prompt") nor a number after a digit ("Table 2 4090")
+    assert im.gpus_in("results on a 4090 with the latest build") == [("RTX 4090", None)]
+    assert im.gpus_in("my 3090 and the 5090") == [("RTX 3090", None), ("RTX 5090", None)]
+    assert im.gpus_in("a 4090-token prompt, the 3070 MiB buffer, dual 3090 tokens, Table 2 4090") == []
     # a word like "Q4" in prose is no weight format
     table = ("Measured in Q4 2025 on an RTX 3090.\n\n|    PP |     TG |   N_KV |   T_PP s | S_PP t/s |   T_TG s | S_TG t/s |\n"
              "|-------|--------|--------|----------|----------|----------|----------|\n"
@@ -851,6 +856,12 @@ def test_plus_minus_spellings_and_mib_sizes_in_a_pasted_table():
         a, b = im.read_text(text, "rtx3080.md")
         assert (a["avg_ts"], a["stddev_ts"], b["avg_ts"], b["stddev_ts"]) == (5243.63, 12.21, 142.51, 0.3), pm
         assert a["model"] == "llama-2-7b" and a["weights"] == "q4_0"
+    # a speed typed with thousands separators, as a person retypes a table; a decimal comma is no number
+    a, = im.read_text(LB_HEAD + lb_row("llama 7B Q4_0", "3.56 GiB", "6.74 B", "pp512", "12,243.63 +/- 1,012.21"),
+                      "rtx3080.md")
+    assert (a["avg_ts"], a["stddev_ts"]) == (12243.63, 1012.21)
+    with pytest.raises(im.FormatError, match=r"^x\.md:3: field `avg_ts` must be a number, got '5243,63'"):
+        im.read_text(LB_HEAD + lb_row("llama 7B Q4_0", "3.56 GiB", "6.74 B", "pp512", "5243,63 ± 1.0"), "x.md")
     with pytest.raises(im.FormatError, match=r"^x\.md:3: t/s '142\.51 ~ 0\.30' is not 'mean ± stddev'"):
         im.read_text(LB_HEAD + lb_row("llama 7B Q4_0", "3.56 GiB", "6.74 B", "tg128", "142.51 ~ 0.30"), "x.md")
     # llama-bench prints a size under 1 GiB in MiB and a count under 1e9 in M

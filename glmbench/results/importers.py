@@ -1321,6 +1321,11 @@ class _Context:
 
 
 # ---- value helpers --------------------------------------------------------------------------------
+# a number with thousands separators, strictly grouped ("4,512.33", "12,800"): never a list ("512,1024")
+# nor a decimal comma ("4512,33")
+_GROUPED = re.compile(r"[+-]?\d{1,3}(?:,\d{3})+(?:\.\d*)?")
+
+
 def _num(ctx, line, field, v, *, integer=False, required=True, positive=False, minimum=None):
     if v is None or v == "":
         if required:
@@ -1329,8 +1334,11 @@ def _num(ctx, line, field, v, *, integer=False, required=True, positive=False, m
     if isinstance(v, bool):
         _fail(ctx.path, line, f"field `{field}` must be a number, got {v!r}")
     if isinstance(v, str):
+        t = v.strip()
+        if _GROUPED.fullmatch(t):
+            t = t.replace(",", "")      # "4,512.33" as a person types a speed into a pasted table
         try:
-            v = float(v.strip())
+            v = float(t)
         except ValueError:
             _fail(ctx.path, line, f"field `{field}` must be a number, got {v!r}")
     if isinstance(v, float) and math.isnan(v) and not required:
@@ -2049,6 +2057,9 @@ _GPU_QUALIFIERS = re.compile(r"(?:[\s_-]*(?:\d{1,3}\s*GB|sxm\d?|pcie|nvl|hbm\d?e
 _COUNT_WORDS = {"dual": 2, "double": 2, "two": 2, "triple": 3, "three": 3, "quad": 4, "four": 4, "six": 6, "eight": 8,
                 "pair of": 2, "twin": 2}
 _COUNT_BEFORE = re.compile(r"(?<![a-z0-9])(dual|double|two|twin|triple|three|quad|four|six|eight|pair[\s_-]+of)[\s_-]+$", re.I)
+# the words that make a bare GeForce number one card without saying how many the rig has ("on a 4090", "my 3090")
+_UNIT_AFTER = re.compile(r"[\s_-]*(?:tokens?|tok|ctx|context|t/s|ms|s|[kmg]i?b|bytes?|steps?|requests?)(?![a-z0-9])", re.I)
+_ONE_BEFORE = re.compile(r"(?<![a-z0-9])(?:a|an|one|single|my|the)[\s_-]+$", re.I)
 
 
 def gpus_in(text: str | None) -> list[tuple[str, int | None]]:
@@ -2063,8 +2074,12 @@ def gpus_in(text: str | None) -> list[tuple[str, int | None]]:
             g = name(m)
             if i == 2 and _hardware_key(g) is None:
                 continue   # a letter and digits ("a28_run.md", "h12"): only a data-centre card the catalog knows
-            if i == _BARE_GPU and not m.group(3) and not _COUNT_BEFORE.search(text[:m.start()]):
-                continue   # a bare number ("3090") is a card only after a count word or with its Ti / SUPER
+            if i == _BARE_GPU and not m.group(3) and not (_COUNT_BEFORE.search(text[:m.start()])
+                                                          or _ONE_BEFORE.search(text[:m.start()])):
+                continue   # a bare number ("3090") is a card only after a count word, an article or a possessive
+                           # ("on a 4090", "my 3090"), or with its Ti / SUPER
+            if i == _BARE_GPU and _UNIT_AFTER.match(text, m.end()):
+                continue   # a quantity: "a 4090-token prompt", "the 3070 MiB buffer"
             end = m.end()
             # the words after the name that pick another variant of it: "H100 80GB PCIe" (not the SXM card),
             # "A100-SXM4-40GB", "RTX 6000 Ada Generation" (not the Turing Quadro), "RTX 4060 Ti 16GB"
