@@ -5,6 +5,7 @@ import os
 
 import pytest
 
+from glmbench import vocab
 from glmbench.models import configs
 from glmbench.predict import costmodel as cm
 from glmbench.predict import runtime as runtime_mod
@@ -768,3 +769,9 @@ def test_config_caches_never_change_what_a_config_is():
     w = dataclasses.replace(b, wrapper="gemma3")
     assert w == a and cm.Setup(w, rig).model is w
     assert cm.decode(cm.Setup(w, rig), 4096).tok_s == cm.decode(s1, 4096).tok_s
+    # weight_bytes memoised per format: the same as summing the tensors afresh, per format, per config
+    fresh = lambda cfg, w: sum(vocab.tensor_nbytes(vocab.weight_format(w), n, sh, cfg.tensor_context())  # noqa: E731
+                               for n, sh in cfg.tensor_shapes().items())
+    for w in ("q4_0", "mix:Q4_0", "Q4_K_M", "q4_0"):
+        assert a.weight_bytes(w) == fresh(a, w) and c.weight_bytes(w) == fresh(c, w) < a.weight_bytes(w)
+    assert a.weight_bytes("q4_0") != a.weight_bytes("mix:Q4_0")

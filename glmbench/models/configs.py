@@ -1626,9 +1626,14 @@ class ModelConfig:
         quantized; 1-D tensors (norms, biases, the router's score bias) stay f32, and so does the
         router weight (`ffn_gate_inp` is never quantized). A matrix whose rows are not a whole
         number of the format's blocks falls back as llama.cpp's `llama_tensor_get_type` does
-        (vocab.tensor_format; a mix's per-tensor types: vocab.mix_type)."""
-        fmt, ctx = vocab.weight_format(weights), self.tensor_context()
-        return sum(vocab.tensor_nbytes(fmt, name, shape, ctx) for name, shape in self.tensor_shapes().items())
+        (vocab.tensor_format; a mix's per-tensor types: vocab.mix_type). Memoised per format (a public
+        fit reads it for every record of a GGUF runtime, calibrate.file_weights)."""
+        fmt = vocab.weight_format(weights)
+        memo = self.__dict__.setdefault("_weight_bytes_memo", {})
+        if fmt.name not in memo:
+            ctx = self.tensor_context()
+            memo[fmt.name] = sum(vocab.tensor_nbytes(fmt, name, shape, ctx) for name, shape in self.tensor_shapes().items())
+        return memo[fmt.name]
 
     # fields that set no cost: numerics (rope bases, epsilons, scales, caps), the native context
     # and the name; two configs alike in everything else are priced alike (cost_shape)

@@ -176,10 +176,8 @@ def file_weights(weights: str | None, cfg, model_size=None) -> str | None:
     if mix is None:
         return weights
     if model_size:
-        ctx, shapes = cfg.tensor_context(), cfg.tensor_shapes()
-
         def off(w):      # how far the file's stated bytes are from the format's
-            return abs(sum(vocab.tensor_nbytes(w, n, sh, ctx) for n, sh in shapes.items()) - float(model_size))
+            return abs(cfg.weight_bytes(w) - float(model_size))
         if off(weights) < off(mix):
             return weights
     return mix
