@@ -30,6 +30,7 @@ import hashlib
 import json
 import math
 import os
+import weakref
 from collections.abc import Mapping
 from dataclasses import dataclass
 
@@ -580,9 +581,16 @@ def join_key(record: dict) -> tuple:
             v("n_gen") if t == "pg" else 0, v("n_streams", 1), v("concurrency", None) if t == "serve" else None)
 
 
+# id(frozen dataclass) -> (a weak reference to it, its _canonical form), dropped when it is collected
+_CANONICAL: dict = {}
+
+
 def _canonical(o):
     """`o` as plain JSON values with a fixed order: dataclasses (every field, the class name
-    first), mappings (keys sorted as strings), sequences, NumPy scalars and arrays."""
+    first), mappings (keys sorted as strings), sequences, NumPy scalars and arrays. A frozen
+    dataclass's form is kept while the object lives (_CANONICAL: its fields never change, and a
+    ModelConfig or runtime profile is canonicalised for every point a sweep fingerprints); callers
+    only read it."""
     if o is None or isinstance(o, (bool, str)):
         return o
     if isinstance(o, (int, np.integer)):
@@ -591,8 +599,18 @@ def _canonical(o):
         f = float(o)
         return f if math.isfinite(f) else repr(f)  # nan/inf as text: JSON has no such numbers
     if dataclasses.is_dataclass(o) and not isinstance(o, type):
-        return {"__class__": type(o).__name__,
-                **{f.name: _canonical(getattr(o, f.name)) for f in dataclasses.fields(o)}}
+        frozen = type(o).__dataclass_params__.frozen
+        hit = _CANONICAL.get(id(o)) if frozen else None
+        if hit is not None and hit[0]() is o:
+            return hit[1]
+        d = {"__class__": type(o).__name__, **{f.name: _canonical(getattr(o, f.name)) for f in dataclasses.fields(o)}}
+        if frozen:
+            try:
+                ref = weakref.ref(o, lambda _, k=id(o): _CANONICAL.pop(k, None))
+            except TypeError:    # (a slotted class without weak references: not kept)
+                return d
+            _CANONICAL[id(o)] = (ref, d)
+        return d
     if isinstance(o, Mapping):
         return {str(k): _canonical(v) for k, v in sorted(o.items(), key=lambda kv: str(kv[0]))}
     if isinstance(o, np.ndarray):

@@ -61,6 +61,17 @@ def test_fingerprint_is_stable_and_sees_every_field():
                           check=True).stdout.strip() == a
     with pytest.raises(TypeError, match="cannot hash a object"):
         vocab.fingerprint(object())
+    # a frozen dataclass's canonical form is kept while it lives (vocab._CANONICAL), never after
+    import dataclasses
+    import gc
+    c2 = configs.load("qwen3-32b")
+    assert vocab.fingerprint(c2, hw.get_gpu("rtx-3090"), "q4_K") == a and id(c2) in vocab._CANONICAL
+    assert vocab.fingerprint(c2, hw.get_gpu("rtx-3090"), "q4_K") == a
+    assert vocab.fingerprint(dataclasses.replace(c2, n_layers=c2.n_layers + 1), hw.get_gpu("rtx-3090"), "q4_K") != a
+    key = id(c2)
+    del c2
+    gc.collect()
+    assert key not in vocab._CANONICAL
 
 
 def test_sweep_recomputes_a_config_whose_layers_doubled(tmp_path, capsys):
