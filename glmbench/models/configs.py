@@ -1693,7 +1693,13 @@ def _numel(shape) -> int:
 
 # ---- loading --------------------------------------------------------------------------------------
 def builtin_names() -> list[str]:
-    return sorted(f[:-5] for f in os.listdir(_DATA) if f.endswith(".json"))
+    return list(_builtins())
+
+
+@functools.lru_cache(maxsize=1)
+def _builtins() -> tuple:
+    """The package's built-in config names, listed once (every load of a name asks)."""
+    return tuple(sorted(f[:-5] for f in os.listdir(_DATA) if f.endswith(".json")))
 
 
 def _not_found(s: str, path: str) -> str:
@@ -1740,7 +1746,7 @@ def load(src) -> ModelConfig:
         return from_hf(hf, name)
     if isinstance(src, (str, os.PathLike)):
         s = os.fspath(src)
-        if s.lower() in builtin_names():
+        if s.lower() in _builtins():
             return from_hf(_read_json(builtin_path(s)), s.lower())
         path = os.path.join(s, "config.json") if os.path.isdir(s) else s
         if os.path.isfile(path) and gguf_file.is_gguf(path):

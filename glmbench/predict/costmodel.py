@@ -140,7 +140,7 @@ def _gguf_full(name: str, layer) -> str:
 _INTERNED: dict = {}
 
 
-def _interned(cfg: configs.ModelConfig) -> configs.ModelConfig:
+def interned(cfg: configs.ModelConfig) -> configs.ModelConfig:
     """One object per distinct model config among the Setups: the per-config caches below
     (_weight_table, _cap_factor, ...) then find their key by identity, not by comparing a hundred
     fields (each Setup of a fit, a sweep or a crossover grid loads its own equal copy). Only a
@@ -180,7 +180,7 @@ class Setup:
 
     def __post_init__(self):
         s = object.__setattr__
-        cfg = _interned(configs.load(self.model))
+        cfg = interned(configs.load(self.model))
         s(self, "model", cfg)
         rig = self.rig
         if not isinstance(rig, Rig):

@@ -160,7 +160,7 @@ def setup_from_record(r: dict, where: str) -> tuple:
         n = int(r.get("n_cards") or 1)
         rig = hardware.Rig(gpu, n, link_gbps=r.get("link_gbps") or (gpu.link_gbps if n > 1 else None),
                            link_latency_us=r.get("link_latency_us") or (gpu.link_latency_us if n > 1 else None))
-        cfg = configs.load(r["model"])
+        cfg = cm.interned(configs.load(r["model"]))    # (the Setup's own: file_weights' byte sums kept on it)
         w = r.get("weights") or vocab.DEFAULTS["weights"]
         if base.kernels and base.attention_kernel != "paged_attn":     # a GGUF runtime
             w = cal.file_weights(w, cfg, r.get("model_size"))
