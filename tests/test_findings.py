@@ -48,6 +48,22 @@ def test_curves_mark_each_profile_and_draw():
         cm.load_runtime("llama-cpp-1x3090").mla_attention_efficiency["flash"]) for r in cal)
     fig = plots.mla_crossover(rows)
     assert fig.axes[0].get_ylabel() and fig.axes[0].get_yscale() == "log"
+    # a findings search's own decode speeds of the very same dense setups are the ones the curves use
+    # (known_speeds); a setup it did not price (another cache format) is priced afresh
+    from glmbench.report.study import Study
+    st = Study(models=("glm-4.7-flash",), depths=(1024, 8192))
+    S = fd.Search(st, dense=("qwen3-32b",), runtimes=("typical",))
+    S.tg("qwen3-32b", "typical", 1)
+    mine = S.setup("qwen3-32b", "typical", 1)
+    assert S.known_tg(mine) == [S.tg("qwen3-32b", "typical", 1)[d]["avg_ts"] for d in S.grid]
+    assert S.known_tg(dataclasses.replace(mine, kv="q8_0")) is None and S.known_tg(S.setup("qwen3-32b", "typical", 2)) is None
+    args = dict(mla_model="glm-4.7-flash", dense_models=("qwen3-32b",), strategies=["flash"], depths=S.grid,
+                efficiencies=(0.05, 0.5))
+    plain = cx.mla_crossover_curves([hw.Rig("rtx-3090", 1)], ["typical"], **args)
+    assert cx.mla_crossover_curves([hw.Rig("rtx-3090", 1)], ["typical"], known_speeds=S.known_tg, **args) == plain
+    fake = cx.mla_crossover_curves([hw.Rig("rtx-3090", 1)], ["typical"], known_speeds=lambda s: [1e6] * len(S.grid),
+                                   **args)
+    assert {r["crossover_depth"] for r in fake} == {0.0} != {r["crossover_depth"] for r in plain}   # and are used
 
 
 def test_runtime_models_sweep_their_mla_kernel():

@@ -132,7 +132,7 @@ def mla_crossover_curves(rigs: Sequence, runtimes: Sequence, *, mla_model: str =
                          dense_models: Sequence[str] | None = None, weights: str = vocab.DEFAULTS["weights"],
                          kv: str = vocab.DEFAULTS["kv"], split: str = vocab.DEFAULTS["split"],
                          strategies: Sequence[str] | None = None, efficiencies: Sequence[float] = EFFICIENCIES,
-                         depths: Sequence[int] = DEPTHS) -> list[dict]:
+                         depths: Sequence[int] = DEPTHS, known_speeds=None) -> list[dict]:
     """One row per (rig, dense model, runtime, strategy, efficiency): the crossover depth
     (crossover_depth) of `mla_model` against the dense model. Each runtime's own efficiency for
     each strategy is added to the grid and flagged `own: True` (the point to mark on its curve).
@@ -142,7 +142,9 @@ def mla_crossover_curves(rigs: Sequence, runtimes: Sequence, *, mla_model: str =
     `knob` names what the sweep sets: the kernel-table entry of a runtime model ("kernels.mla_flash:memory")
     or "mla_attention_efficiency.<strategy>"; `own_fitted` whether the profile's own value of it was
     fitted (the knob among its calibration's fitted parameters) or is a physics value.
-    dense_models: None = the study's dense candidates (study_dense)."""
+    dense_models: None = the study's dense candidates (study_dense). known_speeds: a function giving a
+    dense Setup's decode tok/s at `depths` where the caller has priced that very setup (a findings
+    search), else None."""
     dense_models = study_dense() if dense_models is None else tuple(dense_models)
     rows = []
     for rig in rigs:
@@ -150,7 +152,8 @@ def mla_crossover_curves(rigs: Sequence, runtimes: Sequence, *, mla_model: str =
         for rt_src in runtimes:
             rt = cm.load_runtime(rt_src)
             dense = {m: cm.Setup(m, rig, split=sp, weights=weights, kv=kv, runtime=rt) for m in dense_models}
-            dense_y = {m: [cm.decode(s, d).tok_s for d in depths] for m, s in dense.items()}
+            dense_y = {m: (known_speeds and known_speeds(s)) or [cm.decode(s, d).tok_s for d in depths]
+                       for m, s in dense.items()}
             strats = strategies
             if strats is None:
                 strats = sorted(rt.mla_attention_efficiency) if rt.calibrated and rt.mla_attention_efficiency \

@@ -118,6 +118,15 @@ class Search:
             self._tg[k] = {r["n_depth"]: r for r in recs}
         return self._tg[k]
 
+    def known_tg(self, setup: cm.Setup) -> list | None:
+        """The decode tok/s on the grid of a setup this search has priced already (the very same Setup:
+        model, rig, formats, runtime profile), else None (crossover.mla_crossover_curves' known_speeds)."""
+        rt, n = setup.runtime.name, setup.rig.n_cards
+        got = self._tg.get((setup.model.name, rt, n, None))
+        if got is None or rt not in self.rt or self.setup(setup.model.name, rt, n) != setup:
+            return None
+        return [got[d]["avg_ts"] for d in self.grid]
+
     def tg_at(self, model, runtime, n_cards, depth, kv=None) -> dict:
         got = self.tg(model, runtime, n_cards, kv)
         if depth not in got:
@@ -447,7 +456,7 @@ def findings(study, *, dense=None, runtimes=None) -> dict | None:
     likely = _likely(S, rows)
     curves = cx.mla_crossover_curves(study.rigs(), S.runtimes, mla_model=MLA_MODEL, dense_models=S.dense,
                                      weights=study.weights, kv=study.kv, split=study.split,
-                                     strategies=[study.mla_strategy], depths=S.grid)
+                                     strategies=[study.mla_strategy], depths=S.grid, known_speeds=S.known_tg)
     cross = [{"dense_model": m, "runtime": rt, "n_cards": n, "crossover_depth": S.crossover(m, rt, n),
               "max_depth": S.grid[-1]} for rt in S.rt for n in S.cards for m in S.dense]
     return {"rows": rows, "likely": likely, "summary": _summary(S, likely), "records": S.records,
