@@ -828,8 +828,8 @@ def test_gpus_named_in_text():
     # a bare GeForce number is one card after an article or a possessive ("on a 4090", "my 3090"), without a
     # count; never a quantity ("a 4090-token prompt") nor a number after a digit ("Table 2 4090")
     assert im.gpus_in("results on a 4090 with the latest build") == [("RTX 4090", None)]
-    assert im.gpus_in("my 3090 and the 5090") == [("RTX 3090", None), ("RTX 5090", None)]
-    assert im.gpus_in("a 4090-token prompt, the 3070 MiB buffer, dual 3090 tokens, Table 2 4090") == []
+    assert im.gpus_in("my 3090 and a single 5090") == [("RTX 3090", None), ("RTX 5090", None)]
+    assert im.gpus_in("a 4090-token prompt, a 3070 MiB buffer, dual 3090 tokens, Table 2 4090, the 4090") == []
     # a word like "Q4" in prose is no weight format
     table = ("Measured in Q4 2025 on an RTX 3090.\n\n|    PP |     TG |   N_KV |   T_PP s | S_PP t/s |   T_TG s | S_TG t/s |\n"
              "|-------|--------|--------|----------|----------|----------|----------|\n"

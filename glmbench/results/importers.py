@@ -2059,7 +2059,7 @@ _COUNT_WORDS = {"dual": 2, "double": 2, "two": 2, "triple": 3, "three": 3, "quad
 _COUNT_BEFORE = re.compile(r"(?<![a-z0-9])(dual|double|two|twin|triple|three|quad|four|six|eight|pair[\s_-]+of)[\s_-]+$", re.I)
 # the words that make a bare GeForce number one card without saying how many the rig has ("on a 4090", "my 3090")
 _UNIT_AFTER = re.compile(r"[\s_-]*(?:tokens?|tok|ctx|context|t/s|ms|s|[kmg]i?b|bytes?|steps?|requests?)(?![a-z0-9])", re.I)
-_ONE_BEFORE = re.compile(r"(?<![a-z0-9])(?:a|an|one|single|my|the)[\s_-]+$", re.I)
+_ONE_BEFORE = re.compile(r"(?<![a-z0-9])(?:a|an|one|single|my)[\s_-]+$", re.I)     # ("the 4090 is fast": no card)
 
 
 def gpus_in(text: str | None) -> list[tuple[str, int | None]]:
