@@ -145,6 +145,13 @@ def convert_many(folder, jobs, *, timeout=300, loadable: bool = False, prelude: 
     return paths
 
 
+def convert_kinds(folder, tmp, stem, kinds=("f16", "q8_0"), *, prelude: str = "") -> dict:
+    """{outtype: path}: `folder` converted to TMP/STEM-<outtype>.gguf for each of `kinds`, all in one
+    converter process (convert_many)."""
+    paths = convert_many(folder, [(os.path.join(tmp, f"{stem}-{k}.gguf"), k, None) for k in kinds], prelude=prelude)
+    return dict(zip(kinds, paths))
+
+
 def hf_config_with(g, base: dict, **meta) -> dict:
     """glmbench's gguf_file.hf_config of the read file `g` with its metadata reset to `base` and then each
     `meta` key (without the architecture prefix) set, or deleted where None: one converted file, many

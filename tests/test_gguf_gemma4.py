@@ -464,8 +464,7 @@ def _converted(case, tmp):
     folder = lc.save_hf(model, cfg, os.path.join(tmp, case))
     if cfg.num_kv_shared_layers:
         _with_shared_kv(folder)
-    kinds = ("f16", "q8_0")   # both in one converter process
-    return folder, dict(zip(kinds, lc.convert_many(folder, [(os.path.join(tmp, f"{case}-{k}.gguf"), k, None) for k in kinds])))
+    return folder, lc.convert_kinds(folder, tmp, case)      # f16 and q8_0, in one converter process
 
 
 @needs_converter

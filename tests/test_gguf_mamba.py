@@ -172,9 +172,7 @@ def _converted(family, tmp):
     _as_released(folder)
     if family == "nemotron_moe":
         _with_mtp_block(folder)
-    kinds = ("f16", "q8_0")   # both in one converter process
-    paths = lc.convert_many(folder, [(os.path.join(tmp, f"{family}-{k}.gguf"), k, None) for k in kinds], prelude=_PRELUDE)
-    return folder, dict(zip(kinds, paths))
+    return folder, lc.convert_kinds(folder, tmp, family, prelude=_PRELUDE)    # f16 and q8_0, in one converter process
 
 
 _load, _diff = gguf_writer.load_stated, gguf_writer.config_diff
