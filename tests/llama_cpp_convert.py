@@ -118,11 +118,17 @@ def convert_many(folder, jobs, *, timeout=300, loadable: bool = False, prelude: 
     """convert() for each (out, outtype, split_max_tensors) of `jobs`, in order, in one subprocess
     (one converter command line after another: its imports, torch's among them, paid once); the
     paths as convert() returns them."""
+    return convert_folders([(folder, *j) for j in jobs], timeout=timeout, loadable=loadable, prelude=prelude)
+
+
+def convert_folders(jobs, *, timeout=300, loadable: bool = False, prelude: str = "") -> list[str]:
+    """convert_many for jobs (folder, out, outtype, split_max_tensors) of any folders: many models'
+    files written by one converter process."""
     src = source()
     if src is None:
         raise RuntimeError(skip_reason())
     argvs = []
-    for out, outtype, split_max_tensors in jobs:
+    for folder, out, outtype, split_max_tensors in jobs:
         args = [os.fspath(folder), "--outfile", os.fspath(out), "--outtype", outtype]
         if split_max_tensors:
             args += ["--split-max-tensors", str(split_max_tensors)]
@@ -134,7 +140,7 @@ def convert_many(folder, jobs, *, timeout=300, loadable: bool = False, prelude: 
     if r.returncode:
         raise RuntimeError(f"convert_hf_to_gguf.py failed ({r.returncode}):\n{r.stderr[-4000:]}")
     paths = []
-    for out, _, split_max_tensors in jobs:
+    for _, out, _, split_max_tensors in jobs:
         if split_max_tensors:
             parts = sorted(glob.glob(os.fspath(out)[:-len(".gguf")] + "-*-of-*.gguf"))
             if not parts:

@@ -200,22 +200,38 @@ def _with_mtp_block(folder):
             json.dump(hc, f)
 
 
-@functools.lru_cache(maxsize=None)
+_DONE: dict = {}           # (family, tmp) -> what _converted returns
+_SELECTED: list = []       # the families this run's selected tests of this module take as their parameter
+
+
 def _converted(family, tmp):
-    """(HF config, HF model, {"f16": path, "q8_0": path, "split": first part}) for `family`."""
-    cfg, model = _hf(family)
-    folder = lc.save_hf(model, cfg, os.path.join(tmp, family))
-    if family in HYBRID:
-        _with_mtp_block(folder)
-    jobs = {"f16": (os.path.join(tmp, f"{family}-f16.gguf"), "f16", None),
-            "q8_0": (os.path.join(tmp, f"{family}-q8_0.gguf"), "q8_0", None),
-            "split": (os.path.join(tmp, f"{family}-split.gguf"), "q8_0", 7)}
-    out = dict(zip(jobs, lc.convert_many(folder, list(jobs.values()))))   # the three in one converter process
-    return cfg, model, out
+    """(HF config, HF model, {"f16": path, "q8_0": path, "split": first part}) for `family`. The first
+    call converts every family the run's selected tests take (_SELECTED) with it, all in one converter
+    process: its imports, torch's among them, paid once instead of once per family."""
+    if (family, tmp) not in _DONE:
+        batch = [f for f in dict.fromkeys([family, *_SELECTED]) if (f, tmp) not in _DONE]
+        made, jobs = [], []
+        for f in batch:
+            cfg, model = _hf(f)
+            folder = lc.save_hf(model, cfg, os.path.join(tmp, f))
+            if f in HYBRID:
+                _with_mtp_block(folder)
+            kinds = {"f16": (os.path.join(tmp, f"{f}-f16.gguf"), "f16", None),
+                     "q8_0": (os.path.join(tmp, f"{f}-q8_0.gguf"), "q8_0", None),
+                     "split": (os.path.join(tmp, f"{f}-split.gguf"), "q8_0", 7)}
+            made.append((f, cfg, model, list(kinds)))
+            jobs += [(folder, *j) for j in kinds.values()]
+        paths = iter(lc.convert_folders(jobs))
+        for f, cfg, model, kinds in made:
+            _DONE[(f, tmp)] = (cfg, model, {k: next(paths) for k in kinds})
+    return _DONE[(family, tmp)]
 
 
 @pytest.fixture(scope="module")
-def tmp(tmp_path_factory):
+def tmp(tmp_path_factory, request):
+    _SELECTED[:] = list(dict.fromkeys(
+        it.callspec.params["family"] for it in request.session.items
+        if getattr(it, "module", None) is request.module and "family" in getattr(getattr(it, "callspec", None), "params", {})))
     return str(tmp_path_factory.mktemp("converted"))
 
 
