@@ -151,11 +151,37 @@ def convert_folders(jobs, *, timeout=300, loadable: bool = False, prelude: str =
     return paths
 
 
-def convert_kinds(folder, tmp, stem, kinds=("f16", "q8_0"), *, prelude: str = "") -> dict:
-    """{outtype: path}: `folder` converted to TMP/STEM-<outtype>.gguf for each of `kinds`, all in one
-    converter process (convert_many)."""
-    paths = convert_many(folder, [(os.path.join(tmp, f"{stem}-{k}.gguf"), k, None) for k in kinds], prelude=prelude)
-    return dict(zip(kinds, paths))
+class Conversions:
+    """A test module's files made by the converter. `build(case, tmp)` saves a case's HF folder; the
+    first request converts it and every other case the run's selected tests of the module take (their
+    `param` parameter, among `cases`: `select`) in one converter process (convert_folders), its
+    imports, torch's among them, paid once instead of once per case. `kinds`: {name: (outtype,
+    split_max_tensors)}, each written to TMP/CASE-<name>.gguf."""
+
+    def __init__(self, build, cases, *, param: str = "case", kinds: dict | None = None, prelude: str = ""):
+        self.build, self.cases, self.param, self.prelude = build, tuple(cases), param, prelude
+        self.kinds = kinds or {"f16": ("f16", None), "q8_0": ("q8_0", None)}
+        self.done: dict = {}
+        self.selected: list = []
+
+    def select(self, request) -> None:
+        """From the module's temporary-folder fixture: the cases this run's selected tests take."""
+        self.selected = list(dict.fromkeys(
+            it.callspec.params[self.param] for it in request.session.items
+            if hasattr(it, "callspec") and getattr(it, "module", None) is request.module
+            and it.callspec.params.get(self.param) in self.cases))
+
+    def __call__(self, case, tmp) -> tuple:
+        """(the case's HF folder, {kind: path})."""
+        if (case, tmp) not in self.done:
+            batch = [c for c in dict.fromkeys([case, *self.selected]) if (c, tmp) not in self.done]
+            folders = {c: self.build(c, tmp) for c in batch}
+            jobs = [(folders[c], os.path.join(tmp, f"{c}-{k}.gguf"), outtype, split)
+                    for c in batch for k, (outtype, split) in self.kinds.items()]
+            paths = iter(convert_folders(jobs, prelude=self.prelude))
+            for c in batch:
+                self.done[(c, tmp)] = (folders[c], {k: next(paths) for k in self.kinds})
+        return self.done[(case, tmp)]
 
 
 def hf_config_with(g, base: dict, **meta) -> dict:

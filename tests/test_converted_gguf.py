@@ -200,38 +200,31 @@ def _with_mtp_block(folder):
             json.dump(hc, f)
 
 
-_DONE: dict = {}           # (family, tmp) -> what _converted returns
-_SELECTED: list = []       # the families this run's selected tests of this module take as their parameter
+_MODELS: dict = {}         # (family, tmp) -> (HF config, HF model)
+
+
+def _build(family, tmp):
+    cfg, model = _MODELS[(family, tmp)] = _hf(family)
+    folder = lc.save_hf(model, cfg, os.path.join(tmp, family))
+    if family in HYBRID:
+        _with_mtp_block(folder)
+    return folder
+
+
+# the run's families in one converter process
+_CONVERSIONS = lc.Conversions(_build, RUN + PREDICT_ONLY, param="family",
+                              kinds={"f16": ("f16", None), "q8_0": ("q8_0", None), "split": ("q8_0", 7)})
 
 
 def _converted(family, tmp):
-    """(HF config, HF model, {"f16": path, "q8_0": path, "split": first part}) for `family`. The first
-    call converts every family the run's selected tests take (_SELECTED) with it, all in one converter
-    process: its imports, torch's among them, paid once instead of once per family."""
-    if (family, tmp) not in _DONE:
-        batch = [f for f in dict.fromkeys([family, *_SELECTED]) if (f, tmp) not in _DONE]
-        made, jobs = [], []
-        for f in batch:
-            cfg, model = _hf(f)
-            folder = lc.save_hf(model, cfg, os.path.join(tmp, f))
-            if f in HYBRID:
-                _with_mtp_block(folder)
-            kinds = {"f16": (os.path.join(tmp, f"{f}-f16.gguf"), "f16", None),
-                     "q8_0": (os.path.join(tmp, f"{f}-q8_0.gguf"), "q8_0", None),
-                     "split": (os.path.join(tmp, f"{f}-split.gguf"), "q8_0", 7)}
-            made.append((f, cfg, model, list(kinds)))
-            jobs += [(folder, *j) for j in kinds.values()]
-        paths = iter(lc.convert_folders(jobs))
-        for f, cfg, model, kinds in made:
-            _DONE[(f, tmp)] = (cfg, model, {k: next(paths) for k in kinds})
-    return _DONE[(family, tmp)]
+    """(HF config, HF model, {"f16": path, "q8_0": path, "split": first part}) for `family`."""
+    files = _CONVERSIONS(family, tmp)[1]
+    return (*_MODELS[(family, tmp)], files)
 
 
 @pytest.fixture(scope="module")
 def tmp(tmp_path_factory, request):
-    _SELECTED[:] = list(dict.fromkeys(
-        it.callspec.params["family"] for it in request.session.items
-        if getattr(it, "module", None) is request.module and "family" in getattr(getattr(it, "callspec", None), "params", {})))
+    _CONVERSIONS.select(request)
     return str(tmp_path_factory.mktemp("converted"))
 
 

@@ -361,19 +361,12 @@ def test_falcon_h1_tensor_gguf_names():
 
 
 # ---- GGUF: files made by llama.cpp's own converter ------------------------------------------------------------
-@pytest.fixture(scope="module")
-def tmp(tmp_path_factory):
-    return str(tmp_path_factory.mktemp("falcon_h1"))
-
-
 # (the converter needs head_dim and a mamba_d_ssm in config.json, as the released ones have: "plain" with both set)
 _CONVERT = {"norm": TINY["norm"], "plain": dict(TINY["plain"], head_dim=32, mamba_d_ssm=128),
             "multipliers": TINY["multipliers"]}
 
 
-@functools.lru_cache(maxsize=None)
-def _converted(case, tmp):
-    """(HF folder, {"f16": path, "q8_0": path}) for `case`."""
+def _build(case, tmp):
     torch = pytest.importorskip("torch", reason="the tiny HF models need torch")
     transformers = pytest.importorskip("transformers", reason="the tiny HF models need transformers")
     torch.manual_seed(0)
@@ -381,8 +374,17 @@ def _converted(case, tmp):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         model = transformers.FalconH1ForCausalLM(hfcfg).float().eval()
-    folder = lc.save_hf(model, hfcfg, os.path.join(tmp, case))
-    return folder, lc.convert_kinds(folder, tmp, case)      # f16 and q8_0, in one converter process
+    return lc.save_hf(model, hfcfg, os.path.join(tmp, case))
+
+
+# (HF folder, {"f16": path, "q8_0": path}) for a case: the run's cases in one converter process
+_converted = lc.Conversions(_build, _CONVERT)
+
+
+@pytest.fixture(scope="module")
+def tmp(tmp_path_factory, request):
+    _converted.select(request)
+    return str(tmp_path_factory.mktemp("falcon_h1"))
 
 
 # each tensor of ours -> the GGUF name the converter gives it (src/llama-arch.cpp's names)

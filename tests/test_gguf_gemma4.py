@@ -15,7 +15,6 @@ into the HF folder's config, its bytes on the HF names, priced (`glmbench sweep 
 FILE`). glmbench.Model does not run Gemma 4 yet (configs.PRICED_ONLY): no logits are compared.
 """
 import dataclasses
-import functools
 import json
 import os
 import subprocess
@@ -430,11 +429,6 @@ _TINY = {
 }
 
 
-@pytest.fixture(scope="module")
-def tmp(tmp_path_factory):
-    return str(tmp_path_factory.mktemp("gemma4"))
-
-
 def _with_shared_kv(folder):
     """The kv-shared layers given k_proj / v_proj / k_norm (copies of their source layer's), as google's released
     checkpoints hold them (transformers' Gemma4TextAttention makes none there; the converter writes what it finds)."""
@@ -449,9 +443,7 @@ def _with_shared_kv(folder):
     save_file(sd, path, metadata={"format": "pt"})
 
 
-@functools.lru_cache(maxsize=None)
-def _converted(case, tmp):
-    """(HF folder, {"f16": path, "q8_0": path}) for tiny model `case`."""
+def _build(case, tmp):
     torch = pytest.importorskip("torch", reason="the tiny HF models need torch")
     transformers = pytest.importorskip("transformers", reason="the tiny HF models need transformers")
     if not hasattr(transformers, "Gemma4TextConfig"):
@@ -464,7 +456,17 @@ def _converted(case, tmp):
     folder = lc.save_hf(model, cfg, os.path.join(tmp, case))
     if cfg.num_kv_shared_layers:
         _with_shared_kv(folder)
-    return folder, lc.convert_kinds(folder, tmp, case)      # f16 and q8_0, in one converter process
+    return folder
+
+
+# (HF folder, {"f16": path, "q8_0": path}) for a tiny model: the run's cases in one converter process
+_converted = lc.Conversions(_build, _TINY)
+
+
+@pytest.fixture(scope="module")
+def tmp(tmp_path_factory, request):
+    _converted.select(request)
+    return str(tmp_path_factory.mktemp("gemma4"))
 
 
 @needs_converter

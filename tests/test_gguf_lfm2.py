@@ -3,7 +3,6 @@ tests/llama_cpp_convert.py: slow, skipped without it) from tiny HF models: the f
 every stored byte on a tensor of ours, priced end to end (`glmbench sweep --model FILE`); and a public paste of an
 lfm2 row read with an HF config beside it (bench/public_records.py's generic path). The file layout written
 converter-free, the config and the cost model: tests/test_lfm2.py."""
-import functools
 import json
 import os
 import sys
@@ -33,14 +32,7 @@ _CONVERT = {"lfm2": ("Lfm2", dict(_BASE, intermediate_size=192, layer_types=_TYP
                                          num_experts_per_tok=2, num_dense_layers=2, layer_types=_TYPES))}
 
 
-@pytest.fixture(scope="module")
-def tmp(tmp_path_factory):
-    return str(tmp_path_factory.mktemp("lfm2"))
-
-
-@functools.lru_cache(maxsize=None)
-def _converted(case, tmp):
-    """(HF folder, {"f16": path, "q8_0": path}) for `case`."""
+def _build(case, tmp):
     torch = pytest.importorskip("torch", reason="the tiny HF models need torch")
     transformers = pytest.importorskip("transformers", reason="the tiny HF models need transformers")
     torch.manual_seed(0)
@@ -49,8 +41,17 @@ def _converted(case, tmp):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         model = getattr(transformers, cls + "ForCausalLM")(hfcfg).float().eval()
-    folder = lc.save_hf(model, hfcfg, os.path.join(tmp, case))
-    return folder, lc.convert_kinds(folder, tmp, case)      # f16 and q8_0, in one converter process
+    return lc.save_hf(model, hfcfg, os.path.join(tmp, case))
+
+
+# (HF folder, {"f16": path, "q8_0": path}) for a case: the run's cases in one converter process
+_converted = lc.Conversions(_build, _CONVERT)
+
+
+@pytest.fixture(scope="module")
+def tmp(tmp_path_factory, request):
+    _converted.select(request)
+    return str(tmp_path_factory.mktemp("lfm2"))
 
 
 @needs_converter

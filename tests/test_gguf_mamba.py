@@ -19,7 +19,6 @@ the files it writes then contradict their own tensors: test_transformers5_conver
 Converter-free: a GGUF written here with the gguf package (_write) as the converter lays these families out,
 so the metadata reading and its errors are tested without llama.cpp's sources too.
 """
-import functools
 import json
 import os
 
@@ -159,20 +158,23 @@ def _with_mtp_block(folder):
         json.dump(hc, f, indent=1)
 
 
-@pytest.fixture(scope="module")
-def tmp(tmp_path_factory):
-    return str(tmp_path_factory.mktemp("mamba"))
-
-
-@functools.lru_cache(maxsize=None)
-def _converted(family, tmp):
-    """(HF folder, {"f16": path, "q8_0": path}) for `family`."""
+def _build(family, tmp):
     cfg, model = _hf(family)
     folder = lc.save_hf(model, cfg, os.path.join(tmp, family))
     _as_released(folder)
     if family == "nemotron_moe":
         _with_mtp_block(folder)
-    return folder, lc.convert_kinds(folder, tmp, family, prelude=_PRELUDE)    # f16 and q8_0, in one converter process
+    return folder
+
+
+# (HF folder, {"f16": path, "q8_0": path}) for a family: the run's families in one converter process
+_converted = lc.Conversions(_build, TINY, param="family", prelude=_PRELUDE)
+
+
+@pytest.fixture(scope="module")
+def tmp(tmp_path_factory, request):
+    _converted.select(request)
+    return str(tmp_path_factory.mktemp("mamba"))
 
 
 _load, _diff = gguf_writer.load_stated, gguf_writer.config_diff
