@@ -301,3 +301,40 @@ def test_a_parameter_fitted_to_an_end_of_its_range_is_said_to_be_a_bound():
     assert "upper bound 1" in cal._at_bound("memory_efficiency.matmul", 1.0)
     assert cal._at_bound("compute_efficiency.matmul", 0.0451) == ""
     assert cal._at_bound("layer_overhead_us", 12.5) == ""
+
+
+def test_a_fit_trial_reuses_op_lists_only_where_they_are_the_same():
+    """A calibration's trial profiles share the op lists of the profile they came from (costmodel.same_ops_as:
+    they differ only in numbers no op list reads), yet price every step exactly as an unshared profile of the
+    same numbers does, the flash MLA prefill form included where a trial's prices flip it."""
+    import dataclasses
+    from glmbench.predict import hardware as hw
+    one, two = hw.Rig(hw.get_gpu("rtx-3090"), 1), hw.Rig(hw.get_gpu("rtx-3090"), 2)
+    base = cm.load_runtime("typical")
+    trials = [{"compute_efficiency.matmul": 0.02}, {"mla_attention_efficiency.flash": 0.02},
+              {"compute_efficiency.attention": 0.05, "memory_efficiency.attention": 1.0},
+              {"layer_overhead_us": 300.0, "step_overhead_us": 80.0, "link_efficiency": 0.5},
+              {"kv_attention_efficiency.q8_0": 0.3, "compute_efficiency.vector": 0.1}]
+    forms = set()
+    for model, rig, split, kv in (("glm-4.7-flash", one, "none", "f16"), ("glm-4.7-flash", two, "layer", "q8_0"),
+                                  ("qwen3-32b", two, "tensor", "f16"), ("gemma-3-12b", one, "none", "q8_0"),
+                                  ("qwen3-next-80b-a3b", one, "none", "f16")):
+        s0 = cm.Setup(model, rig, split=split, kv=kv, runtime=base)
+        prev = base
+        for t in trials:
+            trial = cal._set(prev, t)
+            assert id(trial) in cm._SAME_OPS
+            fresh = dataclasses.replace(trial)                     # the same numbers, not registered
+            a, b = dataclasses.replace(s0, runtime=trial), dataclasses.replace(s0, runtime=fresh)
+            for depth in (0, 8192):
+                for x, y in ((cm.prefill(a, 2048, depth), cm.prefill(b, 2048, depth)),
+                             (cm.decode(a, depth, 4), cm.decode(b, depth, 4))):
+                    assert x.seconds == y.seconds and x.breakdown() == y.breakdown()
+            if s0.model.attention == "mla" and split == "none":
+                forms.add(cm._mla_expands(a, 512, cm._prefill_work(s0.model, 8192, 512).full, 1.0))
+            prev = trial
+    assert forms == {True, False}                 # the trials did flip the MLA prefill form
+    # a changed field an op list reads is never registered
+    ub = dataclasses.replace(base, n_ubatch=2048)
+    cm.same_ops_as(ub, base, {"n_ubatch"})
+    assert id(ub) not in cm._SAME_OPS

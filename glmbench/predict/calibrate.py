@@ -398,7 +398,9 @@ def _set(p: cm.RuntimeProfile, values: dict) -> cm.RuntimeProfile:
             d[key] = float(v)
         else:
             ch[head] = float(v)
-    return dataclasses.replace(p, **ch)
+    out = dataclasses.replace(p, **ch)
+    cm.same_ops_as(out, p, ch)      # a fit's trial builds the op lists of the profile it came from (none change)
+    return out
 
 
 def _is_eff(name: str) -> bool:

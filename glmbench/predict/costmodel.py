@@ -22,6 +22,7 @@ import dataclasses
 import functools
 import math
 import re
+import weakref
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
@@ -1688,8 +1689,65 @@ def _ple_input_ops(setup: Setup, T: int, share: float) -> list:
             _Op("ple.input_vec", "vector", "fp32", 0.0, 8 * T * LP, T * (row + 4 * ACT_BYTES * LP), 4)]
 
 
+# ---- op lists kept across a calibration's trial profiles ------------------------------------------------
+# A calibration prices the same points under trial profiles that differ from the one it started from only
+# in numbers no op list reads (_time and _pass read them: OPS_NEVER_READ). calibrate registers each trial
+# (same_ops_as) and _card_ops reuses the op lists built for the first profile of its line; where such a
+# number does choose the ops, the flash MLA prefill form (_mla_expands, by _expand_once_wins' prices), the
+# choice is made for the trial and is part of the key.
+OPS_NEVER_READ = frozenset({"compute_efficiency", "memory_efficiency", "mla_attention_efficiency",
+                            "kv_attention_efficiency", "step_overhead_us", "layer_overhead_us", "link_efficiency"})
+_SAME_OPS: dict = {}     # id(trial profile) -> (a weak reference to it, the profile whose op lists it shares)
+_OPS: dict = {}          # _ops_key -> (op lists, the objects the key names by id, held so no id is reused)
+_OPS_MAX = 4096
+
+
+def same_ops_as(profile: RuntimeProfile, base: RuntimeProfile, changed) -> None:
+    """Register `profile`, made from `base` by changing the RuntimeProfile fields `changed`, as building
+    the same op lists as `base` when every changed field is one no op list reads (else nothing)."""
+    if not set(changed) <= OPS_NEVER_READ:
+        return
+    got = _SAME_OPS.get(id(base))
+    root = got[1] if got is not None and got[0]() is base else base
+    _SAME_OPS[id(profile)] = (weakref.ref(profile, lambda _, k=id(profile): _SAME_OPS.pop(k, None)), root)
+
+
+def _ops_key(setup: Setup, T: int, work: _Works, T_out: int):
+    """The key of a pass's op lists shared by a line of registered profiles (same_ops_as), else None."""
+    rt = setup.runtime
+    got = _SAME_OPS.get(id(rt))
+    if got is None or got[0]() is not rt:
+        return None
+    forms = None
+    if (setup.model.attention == "mla" and work.full.prefill and setup.mla_strategy == "flash"
+            and rt.mla_prefill not in ("expand", "strategy")):
+        # the prefill form each kind of attention layer takes at this profile's prices (as _attn_kind_ops asks)
+        share = 1.0 / setup.n_cards if setup.split == "tensor" else 1.0
+        sparse = work.topk is not None and _dsa_sparse(setup)
+        forms = tuple(_mla_expands(setup, T, work.topk if sparse else work.windowed if w else work.full, share)
+                      for w, _own, _ls in _attn_kinds(setup.model))
+    return (id(got[1]), id(setup.model), id(setup.rig), setup.split, setup.weights, setup.kv, setup.mla_strategy,
+            id(setup.expert_skew), id(setup.offload), id(setup.host), T, work, T_out, forms)
+
+
 def _card_ops(setup: Setup, T: int, work: _Works, T_out: int) -> list:
-    """[(card, [(count, _Op), ...]), ...] for one pass of T tokens through the whole model."""
+    """[(card, [(count, _Op), ...]), ...] for one pass of T tokens through the whole model (the op lists
+    of a registered calibration trial's line built once: same_ops_as)."""
+    key = _ops_key(setup, T, work, T_out)
+    if key is not None:
+        hit = _OPS.get(key)
+        if hit is not None:
+            return hit[0]
+    out = _built_card_ops(setup, T, work, T_out)
+    if key is not None:
+        if len(_OPS) >= _OPS_MAX:
+            _OPS.clear()
+        _OPS[key] = (out, (_SAME_OPS[id(setup.runtime)][1], setup.model, setup.rig, setup.expert_skew, setup.offload,
+                           setup.host))
+    return out
+
+
+def _built_card_ops(setup: Setup, T: int, work: _Works, T_out: int) -> list:
     share = 1.0 / setup.n_cards if setup.split == "tensor" else 1.0
     cfg = setup.model
     lin = frozenset(cfg.linear_layers)
