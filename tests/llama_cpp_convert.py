@@ -164,8 +164,19 @@ class Conversions:
         self.done: dict = {}
         self.selected: list = []
 
+    def fixture(self, name: str):
+        """The module's temporary-folder fixture (module scope, a folder named `name`), which also picks the
+        cases converted together (select): assign it to the module's `tmp`."""
+        import pytest
+
+        @pytest.fixture(scope="module")
+        def tmp(tmp_path_factory, request):
+            self.select(request)
+            return str(tmp_path_factory.mktemp(name))
+        return tmp
+
     def select(self, request) -> None:
-        """From the module's temporary-folder fixture: the cases this run's selected tests take."""
+        """The cases this run's selected tests of the requesting module take."""
         self.selected = list(dict.fromkeys(
             it.callspec.params[self.param] for it in request.session.items
             if hasattr(it, "callspec") and getattr(it, "module", None) is request.module

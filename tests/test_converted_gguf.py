@@ -221,11 +221,7 @@ def _converted(family, tmp):
     files = _CONVERSIONS(family, tmp)[1]
     return (*_MODELS[(family, tmp)], files)
 
-
-@pytest.fixture(scope="module")
-def tmp(tmp_path_factory, request):
-    _CONVERSIONS.select(request)
-    return str(tmp_path_factory.mktemp("converted"))
+tmp = _CONVERSIONS.fixture("converted")
 
 
 def _state_dict(path):

@@ -380,11 +380,7 @@ def _build(case, tmp):
 # (HF folder, {"f16": path, "q8_0": path}) for a case: the run's cases in one converter process
 _converted = lc.Conversions(_build, _CONVERT)
 
-
-@pytest.fixture(scope="module")
-def tmp(tmp_path_factory, request):
-    _converted.select(request)
-    return str(tmp_path_factory.mktemp("falcon_h1"))
+tmp = _converted.fixture("falcon_h1")
 
 
 # each tensor of ours -> the GGUF name the converter gives it (src/llama-arch.cpp's names)

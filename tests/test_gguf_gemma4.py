@@ -462,11 +462,7 @@ def _build(case, tmp):
 # (HF folder, {"f16": path, "q8_0": path}) for a tiny model: the run's cases in one converter process
 _converted = lc.Conversions(_build, _TINY)
 
-
-@pytest.fixture(scope="module")
-def tmp(tmp_path_factory, request):
-    _converted.select(request)
-    return str(tmp_path_factory.mktemp("gemma4"))
+tmp = _converted.fixture("gemma4")
 
 
 @needs_converter

@@ -47,11 +47,7 @@ def _build(case, tmp):
 # (HF folder, {"f16": path, "q8_0": path}) for a case: the run's cases in one converter process
 _converted = lc.Conversions(_build, _CONVERT)
 
-
-@pytest.fixture(scope="module")
-def tmp(tmp_path_factory, request):
-    _converted.select(request)
-    return str(tmp_path_factory.mktemp("lfm2"))
+tmp = _converted.fixture("lfm2")
 
 
 @needs_converter

@@ -170,11 +170,7 @@ def _build(family, tmp):
 # (HF folder, {"f16": path, "q8_0": path}) for a family: the run's families in one converter process
 _converted = lc.Conversions(_build, TINY, param="family", prelude=_PRELUDE)
 
-
-@pytest.fixture(scope="module")
-def tmp(tmp_path_factory, request):
-    _converted.select(request)
-    return str(tmp_path_factory.mktemp("mamba"))
+tmp = _converted.fixture("mamba")
 
 
 _load, _diff = gguf_writer.load_stated, gguf_writer.config_diff
