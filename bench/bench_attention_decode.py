@@ -23,7 +23,7 @@ faster of two, run before and after the deep case), i.e. the part that grows wit
 the calls go round copies of it totalling >= 4x the L3).
 
     PYTHONPATH=$PWD python bench/bench_attention_decode.py [--depths 4096 16384 32768] [--kv f16]
-        [--only gqa|mla|sink] [--reps 15] [--threads N] [--f16-tile on|off|both] [--T 1]
+        [--only gqa|mla|sink] [--reps 15] [--threads N] [--f16-tile on|off|both] [--T 1] [--max-layers N]
 
 "sink" rows: GQA with GPT-OSS's attention sinks (gpt-oss-20b/120b's full-attention layers: 64 query / 8
 KV heads of 64; one sink logit per query head), the NumPy twin with the sink as one more logit per
@@ -55,8 +55,12 @@ OSS = dict(Hq=64, Hkv=8, Dh=64)   # gpt-oss-20b/120b's full-attention layers, wi
 BYTES = {"f16": 2.0, "bf16": 2.0, "f32": 4.0, "q8_0": 34 / 32, "q4_0": 18 / 32}
 
 
+MAX_LAYERS = [None]   # --max-layers: a cap on the copies (a smoke run, whose rows then sit in the caches)
+
+
 def n_layers_for(row_bytes_per_layer):
-    return int(max(1, -(-4 * _l3_bytes() // max(1, row_bytes_per_layer))))
+    n = int(max(1, -(-4 * _l3_bytes() // max(1, row_bytes_per_layer))))
+    return min(n, MAX_LAYERS[0]) if MAX_LAYERS[0] else n
 
 
 def med_time(fn, n_layers, reps):
@@ -178,7 +182,11 @@ def main():
     ap.add_argument("--threads", type=int, default=None)
     ap.add_argument("--f16-tile", "--mla-tile", dest="f16_tile", choices=["on", "off", "both"], default="on")
     ap.add_argument("--T", type=int, default=1)
+    ap.add_argument("--max-layers", type=int, default=None,
+                    help="at most this many cache layers / kv_b copies (a smoke run: the rows stay in the caches, "
+                         "so its times are not the DRAM figures)")
     a = ap.parse_args()
+    MAX_LAYERS[0] = a.max_layers
     from glmbench.core import _core
     tiles = {"on": [True], "off": [False], "both": [False, True]}[a.f16_tile]
     if a.threads:

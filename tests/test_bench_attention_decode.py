@@ -13,7 +13,7 @@ def test_runs_both_tiles_on_a_q8_0_cache(monkeypatch, capsys):
     import glmbench
     n0 = glmbench.get_num_threads()
     monkeypatch.setattr(sys, "argv", ["bench_attention_decode.py", "--depths", "128", "--reps", "2", "--kv", "q8_0",
-                                      "--f16-tile", "both", "--threads", "1"])
+                                      "--f16-tile", "both", "--threads", "1", "--max-layers", "8"])
     try:
         b.main()
     finally:
@@ -22,7 +22,7 @@ def test_runs_both_tiles_on_a_q8_0_cache(monkeypatch, capsys):
     rows = {ln.split()[0]: ln.split() for ln in lines if ln.split() and ln.split()[0] in ("gqa-", "gqa", "mla-", "mla")}
     assert set(rows) == {"gqa-", "gqa", "mla-", "mla"}
     for name, r in rows.items():
-        assert r[1] == "128" and float(r[3]) > 0, r        # depth, best ms
+        assert r[1] == "128" and float(r[3]) > 0 and int(r[2]) <= 8, r    # depth, layers (capped), best ms
         assert float(r[-1]) < 1e-5, (name, r[-1])          # err against NumPy float32
     with pytest.raises(SystemExit):                       # a cache format the script does not know
         monkeypatch.setattr(sys, "argv", ["bench_attention_decode.py", "--kv", "q3_K"])
