@@ -109,21 +109,15 @@ def convert(folder, out, outtype="f16", *, split_max_tensors: int | None = None,
     also write the BPE merges and bos/eos ids llama.cpp's own loader requires of a gpt2-type
     vocabulary (for files llama-bench runs; glmbench's reader does not need them). `prelude`: Python
     run before the converter is imported (a test's patch of what it calls)."""
-    (path,) = convert_many(folder, [(out, outtype, split_max_tensors)], timeout=timeout, loadable=loadable,
-                           prelude=prelude)
+    (path,) = convert_folders([(folder, out, outtype, split_max_tensors)], timeout=timeout, loadable=loadable,
+                              prelude=prelude)
     return path
 
 
-def convert_many(folder, jobs, *, timeout=300, loadable: bool = False, prelude: str = "") -> list[str]:
-    """convert() for each (out, outtype, split_max_tensors) of `jobs`, in order, in one subprocess
-    (one converter command line after another: its imports, torch's among them, paid once); the
-    paths as convert() returns them."""
-    return convert_folders([(folder, *j) for j in jobs], timeout=timeout, loadable=loadable, prelude=prelude)
-
-
 def convert_folders(jobs, *, timeout=300, loadable: bool = False, prelude: str = "") -> list[str]:
-    """convert_many for jobs (folder, out, outtype, split_max_tensors) of any folders: many models'
-    files written by one converter process."""
+    """convert() for each (folder, out, outtype, split_max_tensors) of `jobs`, in order, in one subprocess
+    (one converter command line after another: its imports, torch's among them, paid once); the paths
+    as convert() returns them."""
     src = source()
     if src is None:
         raise RuntimeError(skip_reason())

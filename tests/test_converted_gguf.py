@@ -221,6 +221,7 @@ def _converted(family, tmp):
     files = _CONVERSIONS(family, tmp)[1]
     return (*_MODELS[(family, tmp)], files)
 
+
 tmp = _CONVERSIONS.fixture("converted")
 
 
