@@ -1072,6 +1072,32 @@ def test_mmq_reads_the_weights_once_per_column_tile(monkeypatch):
         assert mlp(dataclasses.replace(cm.load_runtime(p), n_ubatch=2048), 2048)[0].bytes == nbytes, p
 
 
+def test_ggml_mmq_rules_stay_with_the_llama_cpp_family():
+    """ggml-cuda's MMQ rules (cuBLAS from 64 columns on cards without int8 tensor cores, the weights
+    once per 128-column tile) are llama.cpp's: vLLM's kernel paths are the same whether or not its fit
+    gave it a kernel-table entry (`fused_moe:memory`), as SGLang's, which has none. They were on for
+    vLLM only because its table was not empty: a 64-stream AWQ decode on a Titan V 3.7x slower than at
+    32 streams, its GB10 q4_K prefill 1.5x slower than SGLang's at the same 8192-token budget."""
+    vllm = cm.load_runtime("vllm")
+    bare = dataclasses.replace(vllm, kernels={})
+    assert vllm.kernels and not kn.ggml_runtime(vllm) and not kn.ggml_runtime(cm.load_runtime("sglang"))
+    assert kn.ggml_runtime(cm.load_runtime("llama.cpp")) and kn.ggml_runtime(cm.load_runtime("llama.cpp-vulkan"))
+    for card, w in (("titan-v", "awq"), ("titan-v", "q4_K"), ("gb10", "q4_K"), ("gb10", "fp8")):
+        a, b = (cm.Setup("qwen3-32b", card, weights=w, runtime=r) for r in (vllm, bare))
+        assert cm.decode(a, 0, 64).tok_s == pytest.approx(cm.decode(b, 0, 64).tok_s, rel=1e-12), (card, w)
+        assert cm.prefill(a, 4096).tok_s == pytest.approx(cm.prefill(b, 4096).tok_s, rel=1e-12), (card, w)
+    a = cm.Setup("qwen3-32b", "titan-v", weights="awq", runtime=vllm)
+    assert cm.serve(a, 64, 0)["aggregate_tok_s"] >= cm.serve(a, 32, 0)["aggregate_tok_s"]
+    # llama.cpp keeps both rules
+    lc = cm.Setup("qwen3-32b", "titan-v", weights="q4_K", runtime="llama.cpp")
+    assert kn.matmul_path(True, "k", 64, lc.runtime, lc.gpu) == "dequant_cublas"
+    assert kn.matmul_path(True, "k", 64, vllm, lc.gpu) == "mmq"
+    g = cm.Setup("qwen3-32b", "gb10", weights="q4_K", runtime="llama.cpp[ubatch=2048]")
+    one = dataclasses.replace(g.runtime, kernels={})
+    mlp = lambda s: next(o for o in cm.prefill(s, 2048).ops if o.name == "mlp")
+    assert mlp(g).bytes > 3 * mlp(dataclasses.replace(g, runtime=one)).bytes     # 16 passes of the weights
+
+
 def test_batched_mla_decode_keeps_one_query_per_stream_tile():
     """llama.cpp keeps a cache per stream by default (kv_unified false): a batched decode step's
     streams each run their one query in GLM-4.7-Flash's 16/32-column tiles, so the padding of one

@@ -889,9 +889,9 @@ def _matmul(name, T, n_out, n_in, wbytes, setup, share=1.0, kernels=1):
         dtype, extra = "fp16", 2 * 2.0 * n_out * n_in * share
     if path in ("cublas", "dequant_cublas") and dtype == "fp16":
         dtype = _cublas_dtype(setup)
-    if path == "mmq" and setup.runtime.kernels:
-        # a runtime model's MMQ loads the weights again for each column tile of the batch
-        # (kernels.mmq_weight_passes); the physics profiles price one pass
+    if path == "mmq" and _ggml_graph(setup):
+        # a llama.cpp-family runtime model's MMQ loads the weights again for each column tile of the
+        # batch (kernels.mmq_weight_passes); the physics profiles, vLLM and SGLang price one pass
         extra = (kn.mmq_weight_passes(T) - 1) * wbytes * share
     op = _Op(name, "matmul", dtype, 2.0 * T * n_out * n_in * share,
              DEQUANT_OPS * n_out * n_in * share if quant else 0.0,
@@ -1355,8 +1355,7 @@ def _kv_b_expand_ops(setup: Setup, E: float, kvb: float, kvb_w: float, row: floa
 def _ggml_graph(setup: Setup) -> bool:
     """A llama.cpp-family runtime model (kernel table, not vLLM's paged attention): its ops are ggml
     graph nodes, whose matmuls write f32."""
-    rt = setup.runtime
-    return bool(rt.kernels) and rt.attention_kernel != "paged_attn"
+    return kn.ggml_runtime(setup.runtime)
 
 
 def _expand_once_wins(setup: Setup, T: int, work: _Attn, share: float) -> bool:

@@ -386,17 +386,25 @@ def has_int8_tensor(gpu) -> bool:
     return tensor and t.get("int8", 0.0) >= 1.5 * t.get("fp16", 0.0)
 
 
+def ggml_runtime(rt) -> bool:
+    """A llama.cpp-family runtime model (a kernel table, not vLLM-class paged attention): its quantized
+    batches run ggml's MMQ, whose rules (ggml_cuda_should_use_mmq's cuBLAS switch without int8 tensor
+    cores, mmq_weight_passes) apply. vLLM and SGLang run their own GEMMs; whether a fit gave one of
+    them a kernel-table entry changes none of their kernel paths."""
+    return bool(rt.kernels) and rt.attention_kernel != "paged_attn"
+
+
 def matmul_path(quantized: bool, fam: str, n_tokens: float, rt, gpu) -> str:
     """The path a runtime takes for weights x n_tokens columns: GEMV for a few tokens, else the
     runtime's quantized-prefill path (MMQ or dequantize + cuBLAS, per family where the profile says
-    so; without int8 tensor cores, cuBLAS above MMQ_DP4A_MAX_BATCH as llama.cpp does), cuBLAS for
-    float weights."""
+    so; on a llama.cpp-family runtime model without int8 tensor cores, cuBLAS above
+    MMQ_DP4A_MAX_BATCH as llama.cpp does: ggml_runtime), cuBLAS for float weights."""
     if n_tokens <= MMV_MAX_BATCH:
         return "mmvq" if quantized else "mmv"
     if not quantized:
         return "cublas"
     p = rt.prefill_paths.get(fam, rt.quantized_prefill) if rt.prefill_paths else rt.quantized_prefill
-    if p == "mmq" and rt.kernels and n_tokens >= MMQ_DP4A_MAX_BATCH and not has_int8_tensor(gpu):
+    if p == "mmq" and ggml_runtime(rt) and n_tokens >= MMQ_DP4A_MAX_BATCH and not has_int8_tensor(gpu):
         return "dequant_cublas"
     return p
 
