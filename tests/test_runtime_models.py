@@ -103,6 +103,25 @@ def test_sglang_never_faster_than_ideal(public):
         assert q <= top * (1 + 1e-9), (p.where, p.label)
 
 
+@pytest.mark.parametrize("card", ["v100-sxm2-32gb", "titan-v", "rtx-3090"])
+def test_no_runtime_model_outruns_ideal_on_quantized_prefill(card):
+    """`ideal`'s roof for quantized weights is the faster of the int8 peak and the f16 GEMM's: on Volta
+    (int8 by dp4a, half its f16 tensor rate) llama.cpp-vulkan's dequantize-to-f16 coopmat prefill was
+    up to 1.33x faster than an `ideal` held to int8 (Qwen3-32B Q4_K_M, pp512 at 8K)."""
+    from glmbench.predict import runtime
+    for rtn in ("llama.cpp", "llama.cpp[fa=0]", "llama.cpp-vulkan", "llama.cpp-vulkan[fa=0]", "ik_llama.cpp",
+                "vllm", "sglang"):
+        rt = cm.load_runtime(rtn)
+        for model, w in (("qwen3-32b", "Q4_K_M"), ("llama-3-8b", "q4_0"), ("glm-4.7-flash", "q8_0")):
+            s = cm.Setup(model, card, weights=w, runtime=rt)
+            ideal = dataclasses.replace(cm.load_runtime("ideal"), n_ubatch=runtime.ubatch_for(rt, s.gpu))
+            i = dataclasses.replace(s, runtime=ideal, mla_strategy="flash")
+            for n, d in ((512, 0), (2048, 0), (512, 8192)):
+                assert cm.prefill(s, n, d).tok_s <= cm.prefill(i, n, d).tok_s * (1 + 1e-9), (rtn, model, w, n, d)
+    s = cm.Setup("qwen3-32b", card, weights="q4_K", runtime="ideal")
+    assert cm._wdtype(s) == ("fp16_acc16" if card != "rtx-3090" else "int8")
+
+
 def test_runtime_models_record_their_fit():
     for rt in ("llama.cpp", "ik_llama.cpp", "llama.cpp-vulkan", "vllm"):
         p = cm.load_runtime(rt)

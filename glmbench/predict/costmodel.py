@@ -865,12 +865,17 @@ def _wdtype(setup: Setup) -> str:
     kernel, W8A16: f16 tensor cores). AWQ / GPTQ int4 weights (vLLM's Marlin, Machete and AWQ
     kernels: W4A16, the weights dequantized to f16/bf16 in registers and multiplied on the f16
     tensor cores; no int8 activations): the f16 peak. Other quantized formats (llama.cpp's MMQ,
-    int8 activations): the profile's `quantized_matmul`."""
+    int8 activations): the profile's `quantized_matmul`; "fastest" (`ideal`) the larger of the int8
+    peak and the f16 GEMM's (_cublas_dtype): dequantized weights on the f16 tensor cores, as
+    llama.cpp's cuBLAS path and Vulkan's coopmat run them, outrun int8 dp4a on Volta."""
     f = setup.weight_fmt
     if f.dequant and kn.family(f.name) == "fp8":
         return "fp8" if "fp8" in setup.gpu.tflops else "fp16"
     if f.dequant and kn.family(f.name) == "int4":
         return "fp16"
+    if f.dequant and setup.runtime.quantized_matmul == "fastest":
+        peak = setup.gpu.tflops
+        return max(("int8", _cublas_dtype(setup)), key=lambda d: peak.get(d, 0.0))
     if f.dequant:
         return setup.runtime.quantized_matmul
     return {"f32": "fp32", "f64": "fp32", "f16": "fp16", "bf16": "bf16"}[f.name]

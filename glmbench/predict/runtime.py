@@ -37,6 +37,8 @@ from glmbench.predict import kernels as kn
 _RUNTIME_DIR = os.path.join(vocab.DATA_DIR, "runtime")
 CLASSES = ("matmul", "attention", "vector")   # the op classes of a profile's efficiencies
 MLA_STRATEGIES = vocab.MLA_STRATEGIES
+# RuntimeProfile.quantized_matmul: a peak's dtype, or the faster of int8 and the f16 GEMM ("fastest")
+QUANTIZED_MATMUL = hardware.DTYPES + ("fastest",)
 EXPERT_ROUTING = ("uniform", "fewest")     # RuntimeProfile.expert_routing (costmodel.expected_distinct_experts)
 
 
@@ -114,7 +116,10 @@ class RuntimeProfile:
     launch_overhead: bool = True
     overhead_gib_per_card: float = 0.0
     n_ubatch: int = 512
-    quantized_matmul: str = "int8"        # dtype whose peak bounds quantized-weight matmuls
+    # dtype whose peak bounds quantized-weight matmuls; "fastest": the larger of the int8 peak and the
+    # f16 GEMM peak (costmodel._wdtype; `ideal`: a runtime may multiply dequantized weights on the f16
+    # tensor cores, which on Volta outrun its int8 dp4a)
+    quantized_matmul: str = "int8"
     embeddings_on_host: bool = True
     description: str = field(default="", compare=False)
     sources: dict = field(default_factory=dict, compare=False)
@@ -350,8 +355,8 @@ def runtime_from_dict(d: dict, where: str = "runtime") -> RuntimeProfile:
     if isinstance(ub, bool) or not isinstance(ub, int) or ub < 1:
         raise ValueError(f"{where}: field `n_ubatch` must be an integer >= 1, got {ub!r}")
     qm = d.get("quantized_matmul", "int8")
-    if qm not in hardware.DTYPES:
-        raise ValueError(f"{where}: field `quantized_matmul` must be one of {hardware.DTYPES}, got {qm!r}")
+    if qm not in QUANTIZED_MATMUL:
+        raise ValueError(f"{where}: field `quantized_matmul` must be one of {QUANTIZED_MATMUL}, got {qm!r}")
     eh = d.get("embeddings_on_host", True)
     if not isinstance(eh, bool):
         raise ValueError(f"{where}: field `embeddings_on_host` must be true or false, got {eh!r}")
