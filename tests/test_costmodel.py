@@ -674,7 +674,8 @@ def test_hybrid_recurrence_runs_its_tokens_in_order():
     side (the chain is the tokens per stream)."""
     cfg = configs.load("qwen3.5-35b-a3b")
     g = hw.get_gpu("rtx-4090")
-    s = cm.Setup(cfg, g, weights="q4_K", runtime="ideal")
+    # `ideal` on llama.cpp's token-by-token schedule (its own prompt_scan is chunked: the fewest steps)
+    s = cm.Setup(cfg, g, weights="q4_K", runtime=dataclasses.replace(cm.load_runtime("ideal"), prompt_scan="token"))
     n_lin = len(cfg.linear_layers)
     step = cm.GDN_STEP_CYCLES / (g.boost_mhz * 1e6)
     rec = lambda c: next(o for o in c.ops if o.name == "lin.recurrence")

@@ -1188,9 +1188,12 @@ def _shortconv_ops(setup: Setup, T: int, work: _Works, share: float) -> list:
 
 def _chain(setup: Setup, T: int, streams: int, chunk: int) -> int:
     """Dependent steps of a recurrence over T tokens of `streams` streams: each stream's tokens in order,
-    or one step per `chunk` tokens where the runtime's prompt kernels are chunked (vLLM)."""
+    or one step per `chunk` tokens where the runtime's prompt kernels are chunked (RuntimeProfile.
+    prompt_scan: vLLM's and SGLang's by default, `ideal`'s as the fewest steps)."""
     per = -(-T // streams)
-    return -(-per // chunk) if setup.runtime.attention_kernel == "paged_attn" and per > 1 else per
+    scan = setup.runtime.prompt_scan
+    chunked = scan == "chunked" or (scan == "auto" and setup.runtime.attention_kernel == "paged_attn")
+    return -(-per // chunk) if chunked and per > 1 else per
 
 
 def _kda_ops(setup: Setup, T: int, work: _Works, share: float) -> list:

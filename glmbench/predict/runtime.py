@@ -40,6 +40,7 @@ MLA_STRATEGIES = vocab.MLA_STRATEGIES
 # RuntimeProfile.quantized_matmul: a peak's dtype, or the faster of int8 and the f16 GEMM ("fastest")
 QUANTIZED_MATMUL = hardware.DTYPES + ("fastest",)
 EXPERT_ROUTING = ("uniform", "fewest")     # RuntimeProfile.expert_routing (costmodel.expected_distinct_experts)
+PROMPT_SCAN = ("auto", "token", "chunked")  # RuntimeProfile.prompt_scan (costmodel._chain)
 
 
 # ---- runtime profiles ------------------------------------------------------------------------------
@@ -95,6 +96,11 @@ class RuntimeProfile:
       expert_routing     "uniform": a batch of MoE tokens touches the experts uniform routing (or the
                          Setup's expert_skew) leaves distinct (expected_distinct_experts); "fewest": the
                          fewest a batch can touch, top_k (fewest_distinct_experts; `ideal`: a bound)
+      prompt_scan        the dependent steps of a recurrent layer's prompt (Mamba-2's scan, the delta
+                         rule): "token", one per token of a stream (llama.cpp's ssm_scan); "chunked", one
+                         per chunk (SSM_CHUNK / GDN_CHUNK tokens: vLLM's and SGLang's chunked prompt
+                         kernels; `ideal`: the fewest); "auto", chunked under paged attention (the
+                         vLLM-class runtimes), else token (costmodel._chain)
       memory_fraction    the share of each card's memory the runtime may fill (weights, activations,
                          KV cache, its reserve): vLLM's --gpu-memory-utilization (0.9); 1 for llama.cpp
       ubatch_by_card     a larger default n_ubatch on big cards, {"n_ubatch": N, "min_memory_gib": G,
@@ -141,6 +147,7 @@ class RuntimeProfile:
     pipeline_overlap: float = 1.0
     kernel_overhead_us: float = 0.0
     expert_routing: str = "uniform"
+    prompt_scan: str = "auto"
     memory_fraction: float = 1.0
     ubatch_by_card: dict = field(default_factory=dict)
     options: dict = field(default_factory=dict, compare=False)
@@ -156,7 +163,7 @@ class RuntimeProfile:
                      self.quantized_prefill, tuple(sorted(self.prefill_paths.items())), self.flash_attn,
                      self.moe_kernel, self.attention_kernel, self.mla_strategy, self.mla_prefill,
                      self.cublas_acc16, self.pipeline_overlap, self.kernel_overhead_us, tuple(sorted(self.option_values.items())),
-                     self.expert_routing, self.memory_fraction, tuple(sorted((k, str(v)) for k, v in self.ubatch_by_card.items()))))
+                     self.expert_routing, self.prompt_scan, self.memory_fraction, tuple(sorted((k, str(v)) for k, v in self.ubatch_by_card.items()))))
 
     def with_options(self, **opts) -> "RuntimeProfile":
         """The profile with runtime options set as a user sets them (`fa=1`, `ubatch=2048`,
@@ -275,6 +282,8 @@ class RuntimeProfile:
                      options=self.options, option_values=dict(self.option_values))
         if self.expert_routing != "uniform":
             d["expert_routing"] = self.expert_routing
+        if self.prompt_scan != "auto":
+            d["prompt_scan"] = self.prompt_scan
         if self.memory_fraction != 1.0:
             d["memory_fraction"] = self.memory_fraction
         if self.ubatch_by_card:
@@ -329,7 +338,7 @@ def runtime_from_dict(d: dict, where: str = "runtime") -> RuntimeProfile:
                              "layer_overhead_us", "link_efficiency", "calibration", "kernels",
                              "quantized_prefill", "prefill_paths", "flash_attn", "moe_kernel", "attention_kernel",
                              "mla_strategy", "mla_prefill", "cublas_acc16", "pipeline_overlap", "kernel_overhead_us", "options",
-                             "option_values", "expert_routing", "memory_fraction", "ubatch_by_card"})
+                             "option_values", "expert_routing", "prompt_scan", "memory_fraction", "ubatch_by_card"})
     effs = {}
     for k in ("compute_efficiency", "memory_efficiency"):
         e = d[k]
@@ -444,6 +453,7 @@ def runtime_from_dict(d: dict, where: str = "runtime") -> RuntimeProfile:
               mla_strategy=choice("mla_strategy", (None,) + tuple(MLA_STRATEGIES), None),
               mla_prefill=choice("mla_prefill", ("auto", "expand", "strategy"), "auto"),
               expert_routing=choice("expert_routing", EXPERT_ROUTING, "uniform"),
+              prompt_scan=choice("prompt_scan", PROMPT_SCAN, "auto"),
               options=opts, option_values=dict(optv))
     return RuntimeProfile(**kw, name=name, compute_efficiency=effs["compute_efficiency"],
                           memory_efficiency=effs["memory_efficiency"], launch_overhead=lo,
