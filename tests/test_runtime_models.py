@@ -151,6 +151,29 @@ def test_no_runtime_model_outruns_ideal_on_recurrent_prompts():
     assert (token, chunked) == (512, 2)
 
 
+def test_mma_sync_peak_only_for_ggml_kernels(monkeypatch):
+    """The Hopper mma.sync share of the peak (kernels.LEGACY_MMA_PEAK) prices ggml's own kernels (llama.cpp
+    family) and Marlin's int4 GEMMs, never vLLM's / SGLang's fp8 CUTLASS GEMMs or their attention (wgmma):
+    until 2026-12-07 every profile with options took it, vLLM's fp8 Yi-34B pp512 on an H100 9460 tok/s
+    instead of 13775."""
+    h100 = hw.get_gpu("h100-sxm")
+    assert kn.mma_peak_factor(h100, "mmq", cm.load_runtime("llama.cpp"), "k") == 0.63
+    assert kn.mma_peak_factor(h100, "mmq", cm.load_runtime("vllm"), "fp8") == 1.0
+    assert kn.mma_peak_factor(h100, "mmq", cm.load_runtime("sglang"), "int4") == 0.63
+    assert kn.mma_peak_factor(h100, "mla_flash", cm.load_runtime("vllm"), "f16") == 1.0
+    assert kn.mma_peak_factor(hw.get_gpu("rtx-3090"), "mmq", cm.load_runtime("llama.cpp"), "k") == 1.0
+
+    def prices():
+        return [cm.prefill(cm.Setup(m, "h100-sxm", weights=w, runtime=rt), 512, 8192).tok_s
+                for m, w, rt in (("yi-34b", "fp8", "vllm"), ("glm-4.7-flash", "bf16", "sglang"),
+                                 ("yi-34b", "awq", "vllm"), ("yi-34b", "q4_K", "llama.cpp"))]
+    before = prices()
+    monkeypatch.setitem(kn.LEGACY_MMA_PEAK, "9", 1.0)
+    after = prices()
+    assert after[:2] == before[:2]                            # vLLM-class fp8 / bf16: wgmma, no legacy share
+    assert after[2] > before[2] and after[3] > before[3]      # Marlin int4 and ggml's MMQ: mma.sync
+
+
 def test_runtime_models_record_their_fit():
     for rt in ("llama.cpp", "ik_llama.cpp", "llama.cpp-vulkan", "vllm"):
         p = cm.load_runtime(rt)

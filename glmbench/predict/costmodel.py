@@ -442,7 +442,7 @@ def _time(op: _Op, gpu, rt: RuntimeProfile, attn=None):
     if rt.kernels or rt.options:
         # runtime models: the kernel path's reach of the datasheet peak and its per-SM limits
         # (kernels.mma_peak_factor, kernels.sm_flop, kernels.sm_bytes)
-        peak = kn.mma_peak_factor(gpu, op.path)
+        peak = kn.mma_peak_factor(gpu, op.path, rt, op.family)
         sm_f = kn.sm_flop(rt.kernels, op.path)
         sm_b = kn.sm_bytes(rt.kernels, op.path)
         smg = kn.sm_ghz(gpu)

@@ -369,7 +369,7 @@ def compile_points(points: Sequence[PublicPoint], base: cm.RuntimeProfile) -> _C
                     cols["tflops"].append(op.tflops)
                     cols["vflops"].append(op.vflops)
                     cols["nbytes"].append(op.bytes)
-                    pf = kn.mma_peak_factor(gpu, op.path) if model_rt else 1.0
+                    pf = kn.mma_peak_factor(gpu, op.path, base, op.family) if model_rt else 1.0
                     cols["peak_t"].append(kn.tensor_peak(gpu, op.dtype, op.acc16) * 1e12 * pf if op.tflops else 1.0)
                     cols["smclk"].append(kn.sm_ghz(gpu) * 1e9)
                     cols["smf"].append(1.0 if model_rt and op.path in kn.SM_FLOP_PATHS else 0.0)

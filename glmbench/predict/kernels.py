@@ -227,10 +227,16 @@ def tensor_peak(gpu, dtype: str, acc16: float = 0.0) -> float:
     return p
 
 
-def mma_peak_factor(gpu, path: str | None) -> float:
+def mma_peak_factor(gpu, path: str | None, rt=None, family: str | None = None) -> float:
     """The share of the datasheet tensor peak a ggml mma.sync kernel path can reach on this card:
-    LEGACY_MMA_PEAK by compute-capability major for MMA_SYNC_PATHS, else 1."""
+    LEGACY_MMA_PEAK by compute-capability major for MMA_SYNC_PATHS, else 1. Given the runtime `rt`:
+    only a llama.cpp-family one runs ggml's kernels (ggml_runtime); vLLM-class runtimes' GEMMs and
+    attention (CUTLASS scaled_mm, Triton, FlashAttention-3, FlashMLA) issue wgmma on Hopper and keep the
+    full peak, except their int4 weights (`family` "int4": AWQ / GPTQ through Marlin, whose tensor core
+    instruction is mma.sync too; Machete's wgmma path for GPTQ on Hopper is not told apart)."""
     if path not in MMA_SYNC_PATHS:
+        return 1.0
+    if rt is not None and not ggml_runtime(rt) and family != "int4":
         return 1.0
     major = str(getattr(gpu, "compute_capability", "") or "").split(".")[0]
     return LEGACY_MMA_PEAK.get(major, 1.0)
