@@ -715,7 +715,7 @@ def cmd_calibrate(args) -> int:
     for n in notices:
         if hw and n.endswith("calibrate needs --hardware"):
             continue        # --hardware says the card the file does not
-        print(n if n.startswith(("note", "warning")) else f"note: {n}", file=sys.stderr)
+        print(n if n.startswith(("note", "notice", "warning")) else f"note: {n}", file=sys.stderr)
     name = args.name or os.path.splitext(os.path.basename(args.out))[0]
     fit = cal.calibrate(pts, name=name, base=args.base)
     print(fit.table())
