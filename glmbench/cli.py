@@ -359,7 +359,8 @@ def _add_study_options(p, *, report: bool):
                    help="runtime profile of the cost model: ideal, typical, a runtime model fitted to public results "
                         "(llama.cpp, ik_llama.cpp, llama.cpp-vulkan, vllm; options as name[fa=1,ubatch=2048,mla=3,era=...] "
                         "or --fa/--ubatch; llama.cpp-vulkan also coopmat=nv2|khr, fork=mainline|ik_llama.cpp; "
-                        "an option a runtime lacks is an error naming those it has), a shipped calibrated profile "
+                        "an option a runtime lacks is an error naming those it has), sglang (a runtime model fitted to "
+                        "nothing: typical's physics with SGLang's defaults), a shipped calibrated profile "
                         "(ik-llama-before-mla-fix, ik-llama-mla-fixed, llama-cpp-1x3090), or calibrated:<file> "
                         f"(default: {d.runtime})")
     g.add_argument("--fa", type=int, choices=(0, 1), default=None,
@@ -1236,7 +1237,8 @@ def build_parser() -> argparse.ArgumentParser:
     fmt_opts(sp)
 
     sp = add("runtimes", "list the runtime profiles: the runtime models (llama.cpp, ik_llama.cpp, llama.cpp-vulkan, "
-                         "vllm) with their options and cross-validated error, the physics and calibrated profiles",
+                         "vllm; sglang, fitted to nothing) with their options and cross-validated error, the physics "
+                         "and calibrated profiles",
              cmd_runtimes)
     sp.add_argument("names", nargs="*", metavar="RUNTIME", help="only these (default: every one)")
     fmt_opts(sp)
