@@ -1,5 +1,5 @@
-"""bench/bench_quant_kv.py: an --out that write_records cannot write is refused in one line before
-any timing (it was a traceback from write_records after the whole run)."""
+"""bench/bench_quant_kv.py and bench/bench_models.py: an --out that write_records cannot write is
+refused in one line before any timing (it was a traceback from write_records after the whole run)."""
 import os
 import sys
 
@@ -7,6 +7,7 @@ import pytest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "bench"))
+import bench_models as bm  # noqa: E402
 import bench_quant_kv as bqk  # noqa: E402
 
 
@@ -29,3 +30,13 @@ def test_a_small_run_writes_its_records(tmp_path):
     assert [r["type_k"] for r in recs] == ["f16", "q8_0"] and out.exists()
     assert all(r["avg_ts"] > 0 and r["kv_bytes"] > 0 for r in recs)
     assert recs[1]["kv_bytes"] < recs[0]["kv_bytes"]     # q8_0 rows take fewer bytes than f16's
+
+
+def test_bench_models_checks_its_out_first(tmp_path, monkeypatch, capsys):
+    def no_work(*a, **k):
+        raise AssertionError("measured before checking --out")
+    monkeypatch.setattr(bm, "measure_ceilings", no_work)
+    with pytest.raises(SystemExit) as e:
+        bm.main(["--models", "qwen3-0.6b", "--out", str(tmp_path / "m.md")])
+    assert e.value.code == 2
+    assert capsys.readouterr().err.strip().splitlines()[-1].endswith(": a records file ends in .csv or .json")
