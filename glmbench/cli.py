@@ -1305,7 +1305,10 @@ EXIT_BROKEN_PIPE = 141  # 128 + SIGPIPE, what a shell reports for a Unix tool wh
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     try:
-        args = parser.parse_args(_join_dash_values(parser, list(sys.argv[1:] if argv is None else argv)))
+        args, extra = parser.parse_known_args(_join_dash_values(parser, list(sys.argv[1:] if argv is None else argv)))
+        if extra:   # named by the command they were given to, as its other usage errors are
+            subs = next((a.choices for a in parser._actions if isinstance(a, argparse._SubParsersAction)), {})
+            subs.get(getattr(args, "command", None), parser).error(f"unrecognized arguments: {' '.join(extra)}")
         if not getattr(args, "command", None):
             parser.print_help()
             return EXIT_USAGE

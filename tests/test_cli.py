@@ -106,6 +106,9 @@ def test_runtime_help_names_every_runtime(capsys):
     (["report", "--measured", "missing.json"], "--measured missing.json: no such file"),
     (["sweep", "--runtime", "llama.cpp[fa=1]", "--fa", "0"], "--fa 0 contradicts --runtime llama.cpp[fa=1]"),
     (["bogus"], "invalid choice: 'bogus'"),
+    # an option the command does not have: named by that command and its --help
+    (["sweep", "--bogus", "1"], "error: glmbench sweep: unrecognized arguments: --bogus 1 (see `glmbench sweep --help`)"),
+    (["--bogus"], "error: glmbench: unrecognized arguments: --bogus (see `glmbench --help`)"),
     (["measure", "glm-4.7-flash", "--n-gen", "0"], "`n_gen` must be an integer >= 1, got 0"),
     (["measure", "glm-4.7-flash", "--layers", "some"], "--layers must be auto, full, sampled or a whole number"),
 ])
