@@ -44,6 +44,8 @@ def main(argv=None) -> int:
     ap.add_argument("--threads", type=int, default=None)
     ap.add_argument("--out", default=None, help="write the records (with floor and ratio) to this .json/.csv")
     a = ap.parse_args(argv)
+    if a.out and not a.out.endswith((".csv", ".json")):   # said before the timings, not after them
+        ap.error(f"--out {a.out}: a records file ends in .csv or .json")
     if a.threads:
         glmbench.set_num_threads(a.threads)
     depths = [int(d) for d in a.depths.split(",")]

@@ -186,6 +186,11 @@ def main(argv=None) -> int:
             x = rng.standard_normal((T, K), dtype=np.float32)
             for fmt in kfmts:
                 int_row(N, K, fmt, _stored_weights(N, K, fmt, 0).repack(), x, "kquant_vnni")
+    for fs, kern in ((ifmts, "qgemm_vnni"), (kfmts, "kquant_vnni")):
+        if fs and not quant.kernels().get(kern):   # said, not left out silently (AVX2: bench/bench_ggml_peer.py)
+            L += ["", f"- {','.join(fs)}: not timed: this build has no {kern} kernel (an AVX-512 VNNI CPU runs it); "
+                  "bench/bench_ggml_peer.py times the AVX2 integer GEMMs against ggml's"]
+            print(L[-1], flush=True)
     L += ["", f"- load (1-min average) after: {os.getloadavg()[0]:.2f}"]
     if a.out:
         atomic_write_text(a.out, "\n".join(L) + "\n")

@@ -46,6 +46,7 @@ import io
 import json
 import math
 import os
+import shutil
 import sys
 import tempfile
 import time
@@ -395,21 +396,25 @@ def _scoreboards(path) -> list[str]:
     return out
 
 
-def _from_published(path) -> tuple[list, list]:
-    """(files, notes) of a published folder: its pastes turned into records by
+def _from_published(path) -> tuple[list, list, str]:
+    """(files, notes, tmp) of a published folder: its pastes turned into records by
     bench/public_records.py (its SOURCES entries, else the generic path with each sidecar) in a
-    temporary folder, and the scoreboard copies of its subfolders; a note for each file that
-    left out (the public_records line that says why)."""
+    temporary folder `tmp` (the caller removes it), and the scoreboard copies of its subfolders; a
+    note for each file that left out (the public_records line that says why)."""
     tmp = tempfile.mkdtemp(prefix="glmbench-check-")
     buf = io.StringIO()
-    with contextlib.redirect_stdout(buf):
-        public_records.main([path, "--out", tmp, "--keep-batched"])
+    try:
+        with contextlib.redirect_stdout(buf):
+            public_records.main([path, "--out", tmp, "--keep-batched"])
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
     said = buf.getvalue().splitlines()
     for ln in said:
         print(f"  {ln}")
     notes = [ln for ln in said if ln.startswith(("skipped ", "error, left out "))]
     files = sorted(os.path.join(tmp, f) for f in os.listdir(tmp) if f.endswith(".json"))
-    return files + _scoreboards(path), notes
+    return files + _scoreboards(path), notes, tmp
 
 
 def _read_any(path) -> list[dict]:
@@ -436,92 +441,100 @@ def check_points(path, batched: list | None = None, serving: list | None = None,
     (`offload_run` records, priced with their placement and a host: offload_point); None: they are
     left out with a note."""
     pts, seen = [], {}
-    files, notes = _from_published(path) if published_folder(path) else (_check_files(path), [])
-    for f in files:
-        stem = os.path.splitext(os.path.basename(f))[0]
-        try:
-            recs = _read_any(f)
-        except importers.FormatError as e:
-            if not os.path.isdir(path):
-                raise SystemExit(str(e)) from None
-            notes.append(f"{os.path.basename(f)}: not read ({e})")      # one file of a folder: the others still count
-            continue
-        for i, r in enumerate(recs):
-            where = str(r.get("line") or (f"{os.path.basename(f)}:{str(r['source']).rsplit(':', 1)[1]}"
-                                          if str(r.get("source", "")).startswith(f) else f"{os.path.basename(f)}:{i + 1}"))
-            if r.get("offload_run"):
-                if offload is None:
-                    notes.append(f"{where}: a run partly on the CPU: left out of the all-GPU check")
-                    continue
-                try:
-                    offload.append(offload_point(r, where))
-                except (jf.FitError, ValueError) as e:
-                    notes.append(f"{where}: a run partly on the CPU, not priced: {e}")
+    tmp = None      # a published folder's records, made for this check: removed once read (the check writes no file)
+    if published_folder(path):
+        files, notes, tmp = _from_published(path)
+    else:
+        files, notes = _check_files(path), []
+    try:
+        for f in files:
+            stem = os.path.splitext(os.path.basename(f))[0]
+            try:
+                recs = _read_any(f)
+            except importers.FormatError as e:
+                if not os.path.isdir(path):
+                    raise SystemExit(str(e)) from None
+                notes.append(f"{os.path.basename(f)}: not read ({e})")      # one file of a folder: the others still count
                 continue
-            if r.get("serving_run"):
-                # a serving benchmark's run as it ran: its client replayed (predict_serving), apart from the points
-                if serving is None:
-                    notes.append(f"{where}: a serving benchmark's run (mean TTFT / TPOT): left out of the point check")
+            for i, r in enumerate(recs):
+                where = str(r.get("line") or (f"{os.path.basename(f)}:{str(r['source']).rsplit(':', 1)[1]}"
+                                              if str(r.get("source", "")).startswith(f) else f"{os.path.basename(f)}:{i + 1}"))
+                if r.get("offload_run"):
+                    if offload is None:
+                        notes.append(f"{where}: a run partly on the CPU: left out of the all-GPU check")
+                        continue
+                    try:
+                        offload.append(offload_point(r, where))
+                    except (jf.FitError, ValueError) as e:
+                        notes.append(f"{where}: a run partly on the CPU, not priced: {e}")
                     continue
-                if str(r.get("request_rate")) == "ramp-up":
-                    notes.append(f"{where}: a serving run whose request rate rose over the run (vLLM's --ramp-up-strategy "
-                                 f"{r.get('ramp_up_strategy')}): not replayed")
+                if r.get("serving_run"):
+                    # a serving benchmark's run as it ran: its client replayed (predict_serving), apart from the points
+                    if serving is None:
+                        notes.append(f"{where}: a serving benchmark's run (mean TTFT / TPOT): left out of the point check")
+                        continue
+                    if str(r.get("request_rate")) == "ramp-up":
+                        notes.append(f"{where}: a serving run whose request rate rose over the run (vLLM's --ramp-up-strategy "
+                                     f"{r.get('ramp_up_strategy')}): not replayed")
+                        continue
+                    if str(r.get("request_rate")) == "trace":
+                        notes.append(f"{where}: a serving run at a trace's timestamps (its arrivals are not in the paste): "
+                                     "not replayed")
+                        continue
+                    try:
+                        rt, opts, setup = jf.setup_from_record(r, where)
+                    except jf.FitError as e:
+                        notes.append(str(e))
+                        continue
+                    serving.append(dict(r, where=where, setup=setup, options=opts))
                     continue
-                if str(r.get("request_rate")) == "trace":
-                    notes.append(f"{where}: a serving run at a trace's timestamps (its arrivals are not in the paste): "
-                                 "not replayed")
+                if (r.get("test") == "serve" and r.get("tpot_s") and r.get("max_concurrency")
+                        and public_records._runtime_of(r) in cm.list_runtimes()):
+                    # a vLLM / SGLang serving result as the fit's decode point (public_records._vllm: B streams / mean TPOT)
+                    meta = dict(file=os.path.basename(f), url=str(r.get("source") or f), date="", command="", note="")
+                    r = dict(public_records._vllm(None, meta, stem, [r])[0], line=where)
+                if r.get("evidence", "measured") != "measured" or r.get("test") not in ("pp", "tg"):
+                    notes.append(f"{where}: not a measured pp / tg record ({r.get('evidence')}, {r.get('test')})")
                     continue
+                rt = rtm.from_record(r)
+                if rt is None:
+                    notes.append(f"{where}: no runtime model for it (tool {r.get('tool')!r}, runtime {r.get('runtime')!r})")
+                    continue
+                several = r.get("tool") == "llama-batched-bench" or (int(r.get("n_streams") or 1) > 1
+                                                                     and "serv" not in str(r.get("tool") or "").lower())
+                if several and batched is None:
+                    notes.append(f"{where}: a batched-bench record ({r.get('n_streams')} stream(s)): left out of the "
+                                 "single-stream check (bench/bench_public_batched.py covers them)")
+                    continue
+                card = r.get("hardware") or r.get("device")
+                if not card:
+                    notes.append(f"{where}: names no card (a paste that does not say which GPU ran it: a sidecar "
+                                 f"{stem}.txt with a `GPU:` line says it)")
+                    continue
+                if hardware.resolve_gpu_name(str(card)) is None:
+                    notes.append(f"{where}: card {card!r} not in the catalog")
+                    continue
+                r = dict(r, runtime=rt, line=where, public_source=r.get("public_source") or stem)
+                m = str(r.get("model") or "")
+                if m.startswith("configs/"):   # an HF config public_records.py copied beside the records
+                    r["model"] = os.path.join(os.path.dirname(os.path.abspath(f)), m)
+                if "runtime_options" not in r:
+                    r["runtime_options"] = {k: str(v) for k, v in rtm.options_from_record(cm.load_runtime(rt), r).items()}
                 try:
-                    rt, opts, setup = jf.setup_from_record(r, where)
+                    pt = jf.point_from_record(r, where)
                 except jf.FitError as e:
                     notes.append(str(e))
                     continue
-                serving.append(dict(r, where=where, setup=setup, options=opts))
-                continue
-            if (r.get("test") == "serve" and r.get("tpot_s") and r.get("max_concurrency")
-                    and public_records._runtime_of(r) in cm.list_runtimes()):
-                # a vLLM / SGLang serving result as the fit's decode point (public_records._vllm: B streams / mean TPOT)
-                meta = dict(file=os.path.basename(f), url=str(r.get("source") or f), date="", command="", note="")
-                r = dict(public_records._vllm(None, meta, stem, [r])[0], line=where)
-            if r.get("evidence", "measured") != "measured" or r.get("test") not in ("pp", "tg"):
-                notes.append(f"{where}: not a measured pp / tg record ({r.get('evidence')}, {r.get('test')})")
-                continue
-            rt = rtm.from_record(r)
-            if rt is None:
-                notes.append(f"{where}: no runtime model for it (tool {r.get('tool')!r}, runtime {r.get('runtime')!r})")
-                continue
-            several = r.get("tool") == "llama-batched-bench" or (int(r.get("n_streams") or 1) > 1
-                                                                 and "serv" not in str(r.get("tool") or "").lower())
-            if several and batched is None:
-                notes.append(f"{where}: a batched-bench record ({r.get('n_streams')} stream(s)): left out of the "
-                             "single-stream check (bench/bench_public_batched.py covers them)")
-                continue
-            card = r.get("hardware") or r.get("device")
-            if not card:
-                notes.append(f"{where}: names no card (a paste that does not say which GPU ran it: a sidecar "
-                             f"{stem}.txt with a `GPU:` line says it)")
-                continue
-            if hardware.resolve_gpu_name(str(card)) is None:
-                notes.append(f"{where}: card {card!r} not in the catalog")
-                continue
-            r = dict(r, runtime=rt, line=where, public_source=r.get("public_source") or stem)
-            m = str(r.get("model") or "")
-            if m.startswith("configs/"):   # an HF config public_records.py copied beside the records
-                r["model"] = os.path.join(os.path.dirname(os.path.abspath(f)), m)
-            if "runtime_options" not in r:
-                r["runtime_options"] = {k: str(v) for k, v in rtm.options_from_record(cm.load_runtime(rt), r).items()}
-            try:
-                pt = jf.point_from_record(r, where)
-            except jf.FitError as e:
-                notes.append(str(e))
-                continue
-            key = (pt.runtime, pt.gpu_key, pt.label, pt.batch, several)
-            first = next((w for v, w in seen.get(key, ()) if same_measured(v, pt.measured)), None)
-            if first:     # the same results in another file (llama-bench -o json and -o md of one run)
-                notes.append(f"{where}: the same point as {first}: counted once")
-                continue
-            seen.setdefault(key, []).append((pt.measured, where))
-            (batched if several else pts).append(pt)
+                key = (pt.runtime, pt.gpu_key, pt.label, pt.batch, several)
+                first = next((w for v, w in seen.get(key, ()) if same_measured(v, pt.measured)), None)
+                if first:     # the same results in another file (llama-bench -o json and -o md of one run)
+                    notes.append(f"{where}: the same point as {first}: counted once")
+                    continue
+                seen.setdefault(key, []).append((pt.measured, where))
+                (batched if several else pts).append(pt)
+    finally:
+        if tmp is not None:
+            shutil.rmtree(tmp, ignore_errors=True)
     return pts, notes
 
 

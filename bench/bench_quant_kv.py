@@ -125,6 +125,8 @@ def main(argv=None):
     ap.add_argument("--strategy", default="flash", help="MLA strategy (naive|absorbed|flash)")
     ap.add_argument("--out", default=os.path.join("bench", "results", "quant_kv.csv"))
     args = ap.parse_args(argv)
+    if args.out and not args.out.endswith((".csv", ".json")):   # said before the timings, not after them
+        ap.error(f"--out {args.out}: a records file ends in .csv or .json")
     if args.threads:
         glmbench.set_num_threads(args.threads)
     threads = glmbench.get_num_threads()

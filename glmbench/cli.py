@@ -359,7 +359,8 @@ def _add_study_options(p, *, report: bool):
                    help="runtime profile of the cost model: ideal, typical, a runtime model fitted to public results "
                         "(llama.cpp, ik_llama.cpp, llama.cpp-vulkan, vllm; options as name[fa=1,ubatch=2048,mla=3,era=...] "
                         "or --fa/--ubatch; llama.cpp-vulkan also coopmat=nv2|khr, fork=mainline|ik_llama.cpp; "
-                        "an option a runtime lacks is an error naming those it has), a shipped calibrated profile "
+                        "an option a runtime lacks is an error naming those it has), sglang (a runtime model fitted to "
+                        "nothing: typical's physics with SGLang's defaults), a shipped calibrated profile "
                         "(ik-llama-before-mla-fix, ik-llama-mla-fixed, llama-cpp-1x3090), or calibrated:<file> "
                         f"(default: {d.runtime})")
     g.add_argument("--fa", type=int, choices=(0, 1), default=None,
@@ -715,7 +716,7 @@ def cmd_calibrate(args) -> int:
     for n in notices:
         if hw and n.endswith("calibrate needs --hardware"):
             continue        # --hardware says the card the file does not
-        print(n if n.startswith(("note", "warning")) else f"note: {n}", file=sys.stderr)
+        print(n if n.startswith(("note", "notice", "warning")) else f"note: {n}", file=sys.stderr)
     name = args.name or os.path.splitext(os.path.basename(args.out))[0]
     fit = cal.calibrate(pts, name=name, base=args.base)
     print(fit.table())
@@ -1236,7 +1237,8 @@ def build_parser() -> argparse.ArgumentParser:
     fmt_opts(sp)
 
     sp = add("runtimes", "list the runtime profiles: the runtime models (llama.cpp, ik_llama.cpp, llama.cpp-vulkan, "
-                         "vllm) with their options and cross-validated error, the physics and calibrated profiles",
+                         "vllm; sglang, fitted to nothing) with their options and cross-validated error, the physics "
+                         "and calibrated profiles",
              cmd_runtimes)
     sp.add_argument("names", nargs="*", metavar="RUNTIME", help="only these (default: every one)")
     fmt_opts(sp)
@@ -1303,7 +1305,10 @@ EXIT_BROKEN_PIPE = 141  # 128 + SIGPIPE, what a shell reports for a Unix tool wh
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     try:
-        args = parser.parse_args(_join_dash_values(parser, list(sys.argv[1:] if argv is None else argv)))
+        args, extra = parser.parse_known_args(_join_dash_values(parser, list(sys.argv[1:] if argv is None else argv)))
+        if extra:   # named by the command they were given to, as its other usage errors are
+            subs = next((a.choices for a in parser._actions if isinstance(a, argparse._SubParsersAction)), {})
+            subs.get(getattr(args, "command", None), parser).error(f"unrecognized arguments: {' '.join(extra)}")
         if not getattr(args, "command", None):
             parser.print_help()
             return EXIT_USAGE

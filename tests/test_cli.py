@@ -67,6 +67,24 @@ def test_help_for_every_command(capsys, cmd):
         assert "k >= 2" in " ".join(out.split())
 
 
+def test_runtime_help_names_every_runtime(capsys):
+    """--runtime's help and `glmbench runtimes`' summary name every runtime profile a name selects
+    (sglang was missing from both)."""
+    from glmbench.predict import costmodel as cm
+    for cmd in ("sweep", "report", "trace"):
+        with pytest.raises(SystemExit):
+            cli.main([cmd, "--help"])
+        help_ = " ".join(capsys.readouterr().out.split())
+        start = help_.index("--runtime PROFILE runtime profile")
+        runtime = help_[start:help_.index("--fa {0,1}", start)]
+        assert [r for r in cm.list_runtimes() if r not in runtime] == []
+    with pytest.raises(SystemExit):
+        cli.main(["--help"])
+    summary = " ".join(capsys.readouterr().out.split())
+    summary = summary[summary.index("runtimes list"):summary.index("hardware list")]
+    assert [r for r in cm.list_runtimes() if r not in ("ideal", "typical") and r not in summary] == []
+
+
 @pytest.mark.parametrize("argv,msg", [
     (["report", "--depths", "3X"], "not a token count: '3X'"),
     (["report", "--cards", "0"], "expected positive whole numbers"),
@@ -88,6 +106,9 @@ def test_help_for_every_command(capsys, cmd):
     (["report", "--measured", "missing.json"], "--measured missing.json: no such file"),
     (["sweep", "--runtime", "llama.cpp[fa=1]", "--fa", "0"], "--fa 0 contradicts --runtime llama.cpp[fa=1]"),
     (["bogus"], "invalid choice: 'bogus'"),
+    # an option the command does not have: named by that command and its --help
+    (["sweep", "--bogus", "1"], "error: glmbench sweep: unrecognized arguments: --bogus 1 (see `glmbench sweep --help`)"),
+    (["--bogus"], "error: glmbench: unrecognized arguments: --bogus (see `glmbench --help`)"),
     (["measure", "glm-4.7-flash", "--n-gen", "0"], "`n_gen` must be an integer >= 1, got 0"),
     (["measure", "glm-4.7-flash", "--layers", "some"], "--layers must be auto, full, sampled or a whole number"),
 ])

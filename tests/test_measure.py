@@ -332,3 +332,32 @@ def test_layers_full_refuses_a_model_larger_than_memory(monkeypatch):
                                          r"more than the 1\.0 GiB this machine has available; use layers='auto'"):
         cpu.measure("glm-4.7-flash", layers="full", depths=(0,), n_prompt=4, n_gen=2, repeats=1, progress=False)
     assert built == []
+
+
+def test_kernel_bench_states_the_command_that_reproduces_it(tmp_path, monkeypatch):
+    """`python -m glmbench.bench kernels --only TEXT --out FILE`: the results' Command line names the
+    --only subset it ran (it said `kernels --quick` alone, a command that runs every case)."""
+    import io
+
+    from glmbench import bench
+    ceil = {"cpu": "test CPU", "threads": 1, "bandwidth_gbs": 10.0, "bandwidth_read_gbs": 12.0, "fma_gflops": 50.0,
+            "fma_vector_bits": 256}
+    monkeypatch.setattr(bench, "measure_ceilings", lambda quick=False: ceil)
+    monkeypatch.setattr(bench, "bf16_dot_peak", lambda quick=False: None)
+    monkeypatch.setattr(bench, "kernel_cases", lambda quick: [])
+    monkeypatch.setattr(bench, "_family_groups", lambda quick: ([], []))
+    seen = {}
+
+    def run_cases(groups, ceilings, repeats, min_seconds, only=None, stream=None):
+        seen["only"] = only
+        return []
+    monkeypatch.setattr(bench, "run_cases", run_cases)
+    out = tmp_path / "k.md"
+    bench.kernels(quick=True, out=str(out), only="gemma 3", stream=io.StringIO())
+    assert seen["only"] == "gemma 3"
+    (cmd,) = [ln for ln in out.read_text().splitlines() if ln.startswith("Command: ")]
+    assert cmd.startswith("Command: python -m glmbench.bench kernels --quick --only 'gemma 3'; run time ")
+    bench.kernels(quick=False, out=str(out), only=None, stream=io.StringIO())
+    assert seen["only"] is None
+    (cmd,) = [ln for ln in out.read_text().splitlines() if ln.startswith("Command: ")]
+    assert cmd.startswith("Command: python -m glmbench.bench kernels; run time ")

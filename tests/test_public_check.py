@@ -1360,3 +1360,39 @@ def test_check_writes_no_file_unless_out_is_given(tmp_path, monkeypatch, capsys)
     (path,) = glob.glob(str(res / "public_check_*.md"))
     out = capsys.readouterr().out
     assert f"-> {path}" in out and open(path).read() in out
+
+
+def test_check_of_a_published_folder_leaves_no_temporary_folder(tmp_path, monkeypatch, capsys):
+    """--check on a folder of pastes converts them in a temporary folder first: the check writes no
+    file (README), so that folder is gone once the points are read, also when the conversion fails,
+    and the points (a model from an HF config beside the pastes included) still predict."""
+    tmpdir = tmp_path / "tmp"
+    tmpdir.mkdir()
+    monkeypatch.setattr(bpf.tempfile, "tempdir", str(tmpdir))
+    src = tmp_path / "src"
+    src.mkdir()
+    (src / "tinyllama-1.1b.json").write_text(json.dumps(TINYLLAMA))
+    (src / "erin-tiny.md").write_text(
+        "|    PP |     TG |   N_KV |   T_PP s | S_PP t/s |   T_TG s | S_TG t/s |\n"
+        "|-------|--------|--------|----------|----------|----------|----------|\n"
+        "|   512 |    128 |      0 |    0.040 | 12800.00 |    0.400 |   320.00 |\n")
+    (src / "erin-tiny.txt").write_text("URL: https://example.org/erin\nRuntime: ik_llama.cpp, CUDA\nGPU: RTX 3090\n"
+                                       "Model: TinyLlama-1.1B-Chat-v1.0 Q8_0\n"
+                                       "Command: ./llama-sweep-bench -m tinyllama-1.1b-chat-v1.0.Q8_0.gguf -ngl 99 -fa\n")
+    assert bpf.published_folder(str(src))
+    pts, notes = bpf.check_points(str(src))
+    assert len(pts) == 2 and {p.source for p in pts} == {"erin-tiny"} and not notes
+    assert os.listdir(tmpdir) == []
+    res = bpf.check(pts, {"ik_llama.cpp": bpf.cm.load_runtime("ik_llama.cpp")})
+    assert len(res["ik_llama.cpp"]) == 2 and all(q > 0 for _, q in res["ik_llama.cpp"])
+    # the example folder of the README, checked end to end: nothing left behind either
+    bpf.main(["--check", os.path.join(ROOT, "bench", "checks", "gb10-glm-4.7-flash")])
+    assert "| llama.cpp | 10 |" in capsys.readouterr().out
+    assert os.listdir(tmpdir) == []
+    # a conversion that fails removes its folder too
+    def fail(argv):
+        raise SystemExit("x.md:3: no such table")
+    monkeypatch.setattr(bpf.public_records, "main", fail)
+    with pytest.raises(SystemExit, match="no such table"):
+        bpf.check_points(str(src))
+    assert os.listdir(tmpdir) == []

@@ -257,6 +257,13 @@ def test_calibrate_skips_mem_records_of_measure_with_a_notice(tmp_path, capsys):
     rec.write_records(str(only_mem), [mem])
     with pytest.raises(cal.CalibrationError, match="no tg or pp speed records"):
         cal.load_points([str(only_mem)])
+    # the command prints it once prefixed: `notice: ...`, not `note: notice: ...`
+    from glmbench import cli
+    capsys.readouterr()
+    assert cli.main(["calibrate", str(f), "--out", str(tmp_path / "p.json")]) == 0
+    err = capsys.readouterr().err.splitlines()
+    said = [ln for ln in err if "skipped 1 `mem` record" in ln]
+    assert len(said) == 1 and said[0].startswith(f"notice: {f}: skipped 1 `mem` record"), err
 
 
 def test_calibrate_warns_about_or_excludes_unstable_points(tmp_path, capsys, monkeypatch):

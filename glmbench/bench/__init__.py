@@ -25,6 +25,7 @@ import datetime as _dt
 import importlib
 import inspect
 import os
+import shlex
 import sys
 import time
 
@@ -472,7 +473,8 @@ def kernels(quick: bool = False, out: str | None = None, only: str | None = None
     repeats, min_s = (2, 0.05) if quick else (5, 0.3)
     rows = run_cases(kernel_cases(quick) + fam, ceil, repeats, min_s, only=only, stream=stream)
     tail = ["", "Targets:"] + targets(rows) + [f"- {n}" for n in notes] + \
-        ["", f"Command: python -m glmbench.bench kernels{' --quick' if quick else ''}; run time {time.time() - t0:.0f} s"]
+        ["", f"Command: python -m glmbench.bench kernels{' --quick' if quick else ''}"
+             f"{' --only ' + shlex.quote(only) if only else ''}; run time {time.time() - t0:.0f} s"]
     print("\n".join(tail), file=stream, flush=True)
     if out:
         body = [format_row(r) for r in rows if "error" not in r]
