@@ -356,6 +356,18 @@ def test_impossible_depths_are_refused(capsys):
     assert "not a token count" in one_line_error(*run(capsys, "sweep", "--depths", "1e20")[::2])
 
 
+def test_a_depth_too_long_to_prefill_is_refused_not_priced_for_hours(capsys):
+    """`sweep --depths 4294967296` passes the depth check, and its pp point (a prompt of that many tokens) was
+    priced ubatch by ubatch: 8M passes, hours, the op list outgrowing memory. It is one error now, at once."""
+    line = one_line_error(*run(capsys, "sweep", "--depths", "4294967296", "--tests", "tg,pp", "--cards", "1",
+                               "--model", "qwen3-8b", "-q")[::2])
+    assert "a prefill of 4,294,967,296 tokens is 8,388,608 ubatches of 512" in line and "--n-prompt" in line
+    # the same depth with a short prompt at it is priced
+    rc, out, err = run(capsys, "sweep", "--depths", "4294967296", "--tests", "tg,pp", "--n-prompt", "512",
+                       "--cards", "1", "--model", "qwen3-8b", "-q", "--json")
+    assert rc == 0 and {r["test"] for r in json.loads(out)} == {"tg", "pp"}
+
+
 def test_every_predicted_record_says_fits_and_beyond_native():
     native = configs.load("qwen3-32b").max_position_embeddings
     recs = sweep.predict(["qwen3-32b"], [dict(rig="rtx-3090")], [1024, 10 * 2 ** 20], ("tg", "pp", "mem", "serve"),
