@@ -1336,6 +1336,12 @@ def main(argv: list[str] | None = None) -> int:
             msg = e.strerror + (f": {e.filename}" if e.filename else "")
         prog = f"glmbench {args.command}" if "args" in locals() and getattr(args, "command", None) else "glmbench"
         return _fail(f"{prog}: {msg}")
+    except MemoryError as e:
+        # an allocation the C core or NumPy could not get (the KV cache of a deep point, say): one line, no traceback
+        if os.environ.get("GLMBENCH_TRACEBACK") == "1":
+            raise
+        prog = f"glmbench {args.command}" if "args" in locals() and getattr(args, "command", None) else "glmbench"
+        return _fail(f"{prog}: out of memory: {e or 'an allocation failed'} (a smaller depth, prompt or model fits)")
     except KeyboardInterrupt:
         print("glmbench: interrupted (finished points are saved; rerun to resume)", file=sys.stderr)
         return EXIT_INTERRUPTED

@@ -500,3 +500,14 @@ def test_an_hf_hub_id_names_the_built_in_it_may_mean(capsys, tmp_path, monkeypat
     assert f"no such file or folder: {hub_id} (the built-in {builtin}?)" in line
     rc, out, err = run(capsys, "sweep", "--model", "models/qwen3-32b.gguf", "-q")
     assert one_line_error(rc, err).endswith("no such file or folder: models/qwen3-32b.gguf")
+
+
+def test_an_allocation_that_fails_is_one_line_not_a_traceback(capsys, monkeypatch):
+    """A MemoryError (the C core's KV cache, NumPy) escaped cli.main as a traceback; it is one error line now."""
+    from glmbench import measure
+
+    def oom(*a, **k):
+        raise MemoryError("KV cache: out of memory allocating a block of 262144 bytes")
+    monkeypatch.setattr(measure, "measure", oom)
+    line = one_line_error(*run(capsys, "measure", "qwen3-0.6b", "--depths", "1K", "-q")[::2])
+    assert line.startswith("error: glmbench measure: out of memory: KV cache: out of memory allocating a block")
