@@ -247,6 +247,24 @@ def test_csv_and_md_rows_that_do_not_parse(tmp_path):
         im.read(p)
 
 
+@needs_samples
+@pytest.mark.parametrize("name,row", [("sweep-bench.md", 7), ("sweep-bench.md", 14), ("llama-bench.md", 3),
+                                      ("llama-bench.md", 5), ("llama-batched-bench.md", 9)])
+def test_a_separator_line_inside_a_table_is_an_error_not_lost_rows(tmp_path, name, row):
+    """A stray `|---|` under a table's row (a paste gone wrong) made that row the header of a table of no known
+    kind: it and every row under it were dropped without a word (sweep-bench.md kept 4 of its 20 records). It
+    is one error naming the separator's line now; the table as printed still reads whole."""
+    lines = (FORMATS / name).read_text().split("\n")
+    whole = im.read(sample(name), model="qwen3-32b")
+    p = write(tmp_path, name, "\n".join(lines[:row] + ["|---|"] + lines[row:]))
+    with pytest.raises(im.FormatError, match=rf"{name}:{row + 1}: a separator line under the table row on line {row} "
+                                             r"\(the table begun on line \d+\) would make that row a new table's header"):
+        im.read(p, model="qwen3-32b")
+    # a second table with its own header after it is no stray separator: both read
+    p = write(tmp_path, "two-" + name, "\n".join(lines) + "\n" + "\n".join(l for l in lines if l.startswith("|")))
+    assert len(im.read(p, model="qwen3-32b")) >= len(whole)
+
+
 def test_quant_names_are_one_spelling_whatever_the_case():
     q = im.quant_name
     assert q("Q4_K_M") == q("q4_k_m") == q("Q4_K - Medium") == "Q4_K_M"

@@ -2246,6 +2246,7 @@ class _Block:
         self.cuda_flags: dict = {}       # ggml_cuda_init's flags before it: {"CUDA_USE_TENSOR_CORES": "yes", ...}
         self.timing: dict = {}           # a timings block's lines: "pp" / "tg" -> (line, ms, tokens, prefix)
         self.cached = None               # llama-server's reused prompt tokens before it: (line, N, its text)
+        self.split_at = None             # a separator line right under one of its rows (line, the row's line)
 
 
 _QUOTE = re.compile(r"^[ \t]*(?:>[ \t]?)+")
@@ -2380,6 +2381,9 @@ def _kv_lines(lines, j, rx, into: dict, *, skip=None, last=None) -> int:
     return j
 
 
+_TABLE_KINDS = ("llama-bench", "sweep-bench", "batched-bench")
+
+
 def _scan(text) -> tuple[list[_Block], dict]:
     lines, tab_heads = _unquote_tabs(text)
 
@@ -2457,6 +2461,11 @@ def _scan(text) -> tuple[list[_Block], dict]:
             if kind:
                 take(_Block(kind, no, header, rows))
                 before, label = [], None
+            elif blocks and blocks[-1].kind in _TABLE_KINDS and len(header) == len(blocks[-1].header) and \
+                    (blocks[-1].rows[-1][0] if blocks[-1].rows else blocks[-1].start + 1) == i:
+                # a separator line right under a row of the table above (a paste gone wrong): that row reads as
+                # the header of a table of no known kind, and it and every row under it would be lost
+                blocks[-1].split_at = (no + 1, no)
             i = j
             continue
         if _SERVE_START.match(st) or _SGL_OFFLINE_START.match(st):
@@ -2679,6 +2688,10 @@ def _read_pasted(text, ctx):
     seen: list = []         # (section heading, model, weights) of every record so far
     section = None
     for bi, b in enumerate(blocks):
+        if b.split_at:
+            _fail(ctx.path, b.split_at[0], f"a separator line under the table row on line {b.split_at[1]} (the "
+                                           f"table begun on line {b.start}) would make that row a new table's header "
+                                           "and lose the rows from it on; remove the separator line")
         text_before = "\n".join(lines[:b.start - 1])
         # what "the file's other tables" name: under a heading of its own (a page with a section per model),
         # only the tables of that section, never another model's
