@@ -360,10 +360,10 @@ def test_sweep_resumes_from_its_json(capsys, tmp_path):
     recs = records.read_records(out)
     assert len(recs) == 4
     # a finished point is not recomputed: mark one and rerun
-    recs[0]["avg_ts"] = -1.0
+    recs[0]["avg_ts"] = 12345.678   # a speed no prediction gives (a negative one is refused as no speed)
     records.write_records(out, recs)
     rc, stdout, _ = run(capsys, *args)
-    assert rc == 0 and json.loads(stdout)[0]["avg_ts"] == -1.0
+    assert rc == 0 and json.loads(stdout)[0]["avg_ts"] == 12345.678
     assert len(records.read_records(out)) == 4
 
 

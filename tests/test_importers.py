@@ -235,7 +235,7 @@ def test_token_counts_past_any_model_name_the_line(tmp_path, capsys):
     with pytest.raises(im.FormatError, match=r"s.md:3: field `n_depth` = 99,999,999,999 is more tokens"):
         im.read(write(tmp_path, "s.md", sweep_md), model="qwen3-32b")
     own = [dict(evidence="measured", test="tg", model="qwen3-32b", avg_ts=3.0, n_depth=10 ** 12, n_gen=1)]
-    with pytest.raises(im.FormatError, match=r"own.json: record 1: field `n_depth` = 1,000,000,000,000 is more tokens"):
+    with pytest.raises(im.FormatError, match=r"own.json:1: record 1: record field `n_depth` = 1,000,000,000,000 is more tokens"):
         im.read(write(tmp_path, "own.json", json.dumps(own)))
     # calibrate: the same one line, no OverflowError
     p = write(tmp_path, "lb.json", json.dumps([ok, dict(ok, n_depth=1e308)], indent=2))

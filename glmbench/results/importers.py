@@ -1510,7 +1510,10 @@ def _read_glmbench(text, ctx):
             _fail(ctx.path, line, f"record {i}: {e}")
         if r["evidence"] == "measured" and r.get("test") in ("tg", "pp"):
             _speed(ctx, line, "avg_ts", r.get("avg_ts"))
+        if r.get("test") in ("tg", "pp"):   # what every reader keys and plots a speed by (a KeyError deep in plot)
             _num(ctx, line, "n_depth", r.get("n_depth"), integer=True, minimum=0)
+        if r.get("test") == "pp":
+            _num(ctx, line, "n_prompt", r.get("n_prompt"), integer=True, minimum=0)
         out.append(r)
     return out
 
