@@ -1327,7 +1327,7 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_BROKEN_PIPE
     except UserError as e:
         return _fail(str(e))
-    except (ValueError, TypeError, KeyError, OSError, ImportError) as e:
+    except (ValueError, TypeError, KeyError, OSError, ImportError, OverflowError) as e:
         # ImportError: a measured command where the C core was not built (core/_loader.py says why)
         if os.environ.get("GLMBENCH_TRACEBACK") == "1":
             raise

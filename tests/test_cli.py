@@ -511,3 +511,17 @@ def test_an_allocation_that_fails_is_one_line_not_a_traceback(capsys, monkeypatc
     monkeypatch.setattr(measure, "measure", oom)
     line = one_line_error(*run(capsys, "measure", "qwen3-0.6b", "--depths", "1K", "-q")[::2])
     assert line.startswith("error: glmbench measure: out of memory: KV cache: out of memory allocating a block")
+
+
+def test_an_overflow_is_one_line_not_a_traceback(capsys, monkeypatch, tmp_path):
+    """OverflowError (float('inf') into int(), a float too large) is no ValueError: it escaped cli.main as a
+    traceback (plot of a records file with `"n_cards": Infinity`, before records were checked as read)."""
+    from glmbench.report import plots
+
+    def boom(*a, **k):
+        raise OverflowError("cannot convert float infinity to integer")
+    monkeypatch.setattr(plots, "save_charts", boom)
+    p = run(capsys, "sweep", "--model", "qwen3-8b", "--cards", "1", "--depths", "1K", "--tests", "tg", "--json", "-q")[1]
+    (tmp_path / "r.json").write_text(p)
+    line = one_line_error(*run(capsys, "plot", str(tmp_path / "r.json"), "--out", str(tmp_path / "charts"))[::2])
+    assert line == "error: glmbench plot: cannot convert float infinity to integer"
