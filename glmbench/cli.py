@@ -1332,7 +1332,7 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_BROKEN_PIPE
     except UserError as e:
         return _fail(str(e))
-    except (ValueError, TypeError, KeyError, OSError, ImportError) as e:
+    except (ValueError, TypeError, KeyError, OSError, ImportError, OverflowError) as e:
         # ImportError: a measured command where the C core was not built (core/_loader.py says why)
         if os.environ.get("GLMBENCH_TRACEBACK") == "1":
             raise
@@ -1341,6 +1341,12 @@ def main(argv: list[str] | None = None) -> int:
             msg = e.strerror + (f": {e.filename}" if e.filename else "")
         prog = f"glmbench {args.command}" if "args" in locals() and getattr(args, "command", None) else "glmbench"
         return _fail(f"{prog}: {msg}")
+    except MemoryError as e:
+        # an allocation the C core or NumPy could not get (the KV cache of a deep point, say): one line, no traceback
+        if os.environ.get("GLMBENCH_TRACEBACK") == "1":
+            raise
+        prog = f"glmbench {args.command}" if "args" in locals() and getattr(args, "command", None) else "glmbench"
+        return _fail(f"{prog}: out of memory: {e or 'an allocation failed'} (a smaller depth, prompt or model fits)")
     except KeyboardInterrupt:
         print("glmbench: interrupted (finished points are saved; rerun to resume)", file=sys.stderr)
         return EXIT_INTERRUPTED

@@ -381,10 +381,10 @@ def test_sweep_resumes_from_its_json(capsys, tmp_path):
     recs = records.read_records(out)
     assert len(recs) == 4
     # a finished point is not recomputed: mark one and rerun
-    recs[0]["avg_ts"] = -1.0
+    recs[0]["avg_ts"] = 12345.678   # a speed no prediction gives (a negative one is refused as no speed)
     records.write_records(out, recs)
     rc, stdout, _ = run(capsys, *args)
-    assert rc == 0 and json.loads(stdout)[0]["avg_ts"] == -1.0
+    assert rc == 0 and json.loads(stdout)[0]["avg_ts"] == 12345.678
     assert len(records.read_records(out)) == 4
 
 
@@ -521,3 +521,28 @@ def test_an_hf_hub_id_names_the_built_in_it_may_mean(capsys, tmp_path, monkeypat
     assert f"no such file or folder: {hub_id} (the built-in {builtin}?)" in line
     rc, out, err = run(capsys, "sweep", "--model", "models/qwen3-32b.gguf", "-q")
     assert one_line_error(rc, err).endswith("no such file or folder: models/qwen3-32b.gguf")
+
+
+def test_an_allocation_that_fails_is_one_line_not_a_traceback(capsys, monkeypatch):
+    """A MemoryError (the C core's KV cache, NumPy) escaped cli.main as a traceback; it is one error line now."""
+    from glmbench import measure
+
+    def oom(*a, **k):
+        raise MemoryError("KV cache: out of memory allocating a block of 262144 bytes")
+    monkeypatch.setattr(measure, "measure", oom)
+    line = one_line_error(*run(capsys, "measure", "qwen3-0.6b", "--depths", "1K", "-q")[::2])
+    assert line.startswith("error: glmbench measure: out of memory: KV cache: out of memory allocating a block")
+
+
+def test_an_overflow_is_one_line_not_a_traceback(capsys, monkeypatch, tmp_path):
+    """OverflowError (float('inf') into int(), a float too large) is no ValueError: it escaped cli.main as a
+    traceback (plot of a records file with `"n_cards": Infinity`, before records were checked as read)."""
+    from glmbench.report import plots
+
+    def boom(*a, **k):
+        raise OverflowError("cannot convert float infinity to integer")
+    monkeypatch.setattr(plots, "save_charts", boom)
+    p = run(capsys, "sweep", "--model", "qwen3-8b", "--cards", "1", "--depths", "1K", "--tests", "tg", "--json", "-q")[1]
+    (tmp_path / "r.json").write_text(p)
+    line = one_line_error(*run(capsys, "plot", str(tmp_path / "r.json"), "--out", str(tmp_path / "charts"))[::2])
+    assert line == "error: glmbench plot: cannot convert float infinity to integer"

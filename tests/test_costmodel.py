@@ -238,6 +238,37 @@ def test_a_slow_link_carries_one_ubatch_at_a_time():
     assert cm._pipelined([[c0, 0.0], [c0, 0.0]], [t, t]) == pytest.approx(max(2 * c0, c0 + t) + t)
 
 
+def test_a_prefill_too_long_to_price_is_refused_at_once(monkeypatch):
+    """A prefill is priced ubatch by ubatch: `--depths 4294967296 --tests pp` (a depth the sweep accepts) was 8M
+    passes, hours of work while the list of every pass's op costs grew past the machine's memory. Past
+    MAX_PREFILL_UBATCHES the prediction is refused before any pass; up to it, each pass's costs are summed as
+    they come, exactly as the whole list summed once."""
+    s = cm.Setup("qwen3-8b", "rtx-3090")
+    ub = s.n_ubatch
+    n = cm.MAX_PREFILL_UBATCHES * ub + 1
+    with pytest.raises(ValueError, match=f"a prefill of {n:,} tokens is {cm.MAX_PREFILL_UBATCHES + 1:,} ubatches of {ub}"):
+        cm.prefill(s, n)
+    with pytest.raises(ValueError, match="ubatches of"):
+        cm.prefill(s, 2 ** 32, 2 ** 20)
+    with pytest.raises(ValueError, match="ubatches of"):
+        cm.prefill_batch(s, n // 4 + 1, 4)
+    with pytest.raises(ValueError, match="ubatches of"):
+        cm.ttft(s, n)
+    # at the bound (made small here) a prefill is priced, and its op costs are every pass's, summed in order
+    monkeypatch.setattr(cm, "MAX_PREFILL_UBATCHES", 3)
+    d = 1000
+    r = cm.prefill(s, 3 * ub, d)
+    passes = [cm._pass(s, ub, cm._prefill_work(s.model, d + u * ub, ub), int(u == 2))[2] for u in range(3)]
+    want = cm._merge([o for p in passes for o in p])
+    assert [(o.name, o.card, o.count, o.flops, o.bytes, o.seconds) for o in r.ops] == \
+        [(o.name, o.card, o.count, o.flops, o.bytes, o.seconds) for o in want]
+    assert cm.prefill_batch(s, ub, 3, d).tokens == 3 * ub
+    with pytest.raises(ValueError, match="more than the 3 one prediction prices"):
+        cm.prefill(s, 3 * ub + 1, d)
+    with pytest.raises(ValueError, match="more than the 3 one prediction prices"):
+        cm.prefill_batch(s, ub, 4)
+
+
 def test_expected_distinct_experts():
     f = cm.expected_distinct_experts
     assert f(64, 4, 1) == pytest.approx(4)

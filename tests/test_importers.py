@@ -211,6 +211,40 @@ def test_llama_bench_bad_values_name_the_line(tmp_path):
         im.read(p)
 
 
+def test_token_counts_past_any_model_name_the_line(tmp_path, capsys):
+    """`"n_depth": 1e308` in llama-bench's JSON read as a 309-digit depth: compare printed it as a point
+    (pp512@d1000000...), calibrate died of an OverflowError traceback pricing it. A token count past
+    vocab.MAX_TOKENS (2^32) is one error naming the line, in every format; 2^32 itself still reads."""
+    from glmbench import cli
+    ok = lb()
+    for k in ("n_prompt", "n_gen", "n_depth"):
+        text = json.dumps([ok, dict(ok, **{k: 1e308})], indent=2)
+        p = write(tmp_path, "lb.json", text)
+        line = text.splitlines().index("  {", 2) + 1
+        with pytest.raises(im.FormatError, match=rf"lb.json:{line}: field `{k}` = 1e\+308 is more tokens than any "
+                                                 r"model has positions or memory for \(at most 4,294,967,296\)"):
+            im.read(p)
+    p = write(tmp_path, "lb.jsonl", json.dumps(ok) + "\n" + json.dumps(dict(ok, n_depth=2 ** 32 + 1)) + "\n")
+    with pytest.raises(im.FormatError, match=r"lb.jsonl:2: field `n_depth` = 4,294,967,297 is more tokens"):
+        im.read(p)
+    assert im.read(write(tmp_path, "edge.jsonl", json.dumps(dict(ok, n_depth=2 ** 32)) + "\n"))[0]["n_depth"] == 2 ** 32
+    # a sweep-bench table's N_KV, and glmbench's own records
+    sweep_md = ("|    PP |     TG |   N_KV |   T_PP s | S_PP t/s |   T_TG s | S_TG t/s |\n"
+                "|-------|--------|--------|----------|----------|----------|----------|\n"
+                "|   512 |    128 | 99999999999 |    0.200 |  2560.00 |    4.000 |    32.00 |\n")
+    with pytest.raises(im.FormatError, match=r"s.md:3: field `n_depth` = 99,999,999,999 is more tokens"):
+        im.read(write(tmp_path, "s.md", sweep_md), model="qwen3-32b")
+    own = [dict(evidence="measured", test="tg", model="qwen3-32b", avg_ts=3.0, n_depth=10 ** 12, n_gen=1)]
+    with pytest.raises(im.FormatError, match=r"own.json:1: record 1: record field `n_depth` = 1,000,000,000,000 is more tokens"):
+        im.read(write(tmp_path, "own.json", json.dumps(own)))
+    # calibrate: the same one line, no OverflowError
+    p = write(tmp_path, "lb.json", json.dumps([ok, dict(ok, n_depth=1e308)], indent=2))
+    rc = cli.main(["calibrate", p, "--hardware", "rtx-4090", "--out", str(tmp_path / "p.json")])
+    err = capsys.readouterr().err
+    assert rc == 2 and "Traceback" not in err and "field `n_depth` = 1e+308 is more tokens" in err, err
+    assert not (tmp_path / "p.json").exists()
+
+
 def test_csv_and_md_rows_that_do_not_parse(tmp_path):
     head = "build_commit,model_filename,model_type,n_prompt,n_gen,n_depth,avg_ts,stddev_ts\n"
     p = write(tmp_path, "a.csv", head + '"x","/m/Qwen3-32B-Q8_0.gguf","qwen3 32B Q8_0","512","0","0","100.5","1"\n'
@@ -245,6 +279,24 @@ def test_csv_and_md_rows_that_do_not_parse(tmp_path):
     p = write(tmp_path, "lb.md", md)
     with pytest.raises(im.FormatError, match=r"lb.md:4: test 'warmup' is not llama-bench's"):
         im.read(p)
+
+
+@needs_samples
+@pytest.mark.parametrize("name,row", [("sweep-bench.md", 7), ("sweep-bench.md", 14), ("llama-bench.md", 3),
+                                      ("llama-bench.md", 5), ("llama-batched-bench.md", 9)])
+def test_a_separator_line_inside_a_table_is_an_error_not_lost_rows(tmp_path, name, row):
+    """A stray `|---|` under a table's row (a paste gone wrong) made that row the header of a table of no known
+    kind: it and every row under it were dropped without a word (sweep-bench.md kept 4 of its 20 records). It
+    is one error naming the separator's line now; the table as printed still reads whole."""
+    lines = (FORMATS / name).read_text().split("\n")
+    whole = im.read(sample(name), model="qwen3-32b")
+    p = write(tmp_path, name, "\n".join(lines[:row] + ["|---|"] + lines[row:]))
+    with pytest.raises(im.FormatError, match=rf"{name}:{row + 1}: a separator line under the table row on line {row} "
+                                             r"\(the table begun on line \d+\) would make that row a new table's header"):
+        im.read(p, model="qwen3-32b")
+    # a second table with its own header after it is no stray separator: both read
+    p = write(tmp_path, "two-" + name, "\n".join(lines) + "\n" + "\n".join(l for l in lines if l.startswith("|")))
+    assert len(im.read(p, model="qwen3-32b")) >= len(whole)
 
 
 def test_quant_names_are_one_spelling_whatever_the_case():

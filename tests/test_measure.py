@@ -361,3 +361,24 @@ def test_kernel_bench_states_the_command_that_reproduces_it(tmp_path, monkeypatc
     assert seen["only"] is None
     (cmd,) = [ln for ln in out.read_text().splitlines() if ln.startswith("Command: ")]
     assert cmd.startswith("Command: python -m glmbench.bench kernels; run time ")
+
+
+def test_a_cache_deeper_than_memory_is_refused_before_building(monkeypatch):
+    """A sampled model still caches each point's whole depth: `measure qwen3-0.6b --depths 100M` built its 2 layers
+    and died filling an 800 GiB cache (a MemoryError traceback, or the OOM killer). It is one error with the sizes
+    now, before any layer is built."""
+    from glmbench.measure import cpu
+    built = []
+    monkeypatch.setattr(cpu, "available_bytes", lambda: 16 << 30)
+    monkeypatch.setattr(cpu, "Model", lambda *a, **k: built.append(1))
+    with pytest.raises(ValueError, match=r"qwen3-0\.6b: a f16 cache of 104,857,601 tokens \(depth 104,857,600 plus one run's "
+                                         r"new tokens\) on the 2 layers timed needs 800\.0 GiB, more than the 16\.0 GiB"):
+        cpu.measure("qwen3-0.6b", layers=2, depths=(100 << 20,), n_prompt=1, n_gen=1, repeats=1, progress=False)
+    assert built == []
+    # by hand: qwen3-0.6b caches 8 KV heads x 128 x (K + V) x 2 bytes = 4 KiB per layer and token
+    assert cpu.cache_bytes(configs.load("qwen3-0.6b"), "f16", 1000, [0, 27]) == 2 * 4096 * 1000
+    # a windowed layer keeps at most its window: Gemma 3's local layers, its global ones every token
+    cfg = configs.load("gemma-3-12b")
+    n = 10 ** 6
+    assert cpu.cache_bytes(cfg, "f16", n) == (cfg.kv_bytes_per_token("f16", windowed=False) * n
+                                               + cfg.kv_bytes_per_token("f16", windowed=True) * cfg.sliding_window)

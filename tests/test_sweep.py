@@ -47,11 +47,12 @@ def test_predict_resumes(tmp_path):
     first = sweep.predict(["qwen3-32b"], SETUPS, DEPTHS, tests=("tg",), out=out)
     stored = records.read_records(out)
     assert len(stored) == len(first) == 6
-    # mark a stored point: a resumed sweep keeps it instead of recomputing
-    stored[0]["avg_ts"] = -1.0
+    # mark a stored point: a resumed sweep keeps it instead of recomputing (a speed no prediction gives; a
+    # negative one is no speed, refused on write)
+    stored[0]["avg_ts"] = 12345.678
     records.write_records(out, stored)
     again = sweep.predict(["qwen3-32b"], SETUPS, DEPTHS + [131072], tests=("tg",), out=out)
-    assert len(again) == 8 and again[0]["avg_ts"] == -1.0
+    assert len(again) == 8 and again[0]["avg_ts"] == 12345.678
     assert len(records.read_records(out)) == 8
     with pytest.raises(ValueError, match=r"\.json"):
         sweep.predict(["qwen3-32b"], SETUPS, DEPTHS, out=tmp_path / "x.csv")

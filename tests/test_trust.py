@@ -356,6 +356,72 @@ def test_impossible_depths_are_refused(capsys):
     assert "not a token count" in one_line_error(*run(capsys, "sweep", "--depths", "1e20")[::2])
 
 
+def test_a_depth_too_long_to_prefill_is_refused_not_priced_for_hours(capsys):
+    """`sweep --depths 4294967296` passes the depth check, and its pp point (a prompt of that many tokens) was
+    priced ubatch by ubatch: 8M passes, hours, the op list outgrowing memory. It is one error now, at once."""
+    line = one_line_error(*run(capsys, "sweep", "--depths", "4294967296", "--tests", "tg,pp", "--cards", "1",
+                               "--model", "qwen3-8b", "-q")[::2])
+    assert "a prefill of 4,294,967,296 tokens is 8,388,608 ubatches of 512" in line and "--n-prompt" in line
+    # the same depth with a short prompt at it is priced
+    rc, out, err = run(capsys, "sweep", "--depths", "4294967296", "--tests", "tg,pp", "--n-prompt", "512",
+                       "--cards", "1", "--model", "qwen3-8b", "-q", "--json")
+    assert rc == 0 and {r["test"] for r in json.loads(out)} == {"tg", "pp"}
+
+
+@pytest.mark.parametrize("field,value,want", [
+    ("test", [], "`test` must be text, got []"),
+    ("model", {"a": 1}, "`model` must be text"),
+    ("n_depth", "4K", "`n_depth` must be a whole number >= 0, got '4K'"),
+    ("n_depth", 1e300, "`n_depth` = 1e+300 is more tokens than any model"),
+    ("n_depth", 1.5, "`n_depth` must be a whole number >= 0, got 1.5"),
+    ("n_depth", 2 ** 40, "`n_depth` = 1,099,511,627,776 is more tokens than any model"),
+    ("n_cards", float("inf"), "`n_cards` must be a whole number >= 1, got inf"),
+    ("n_cards", 0, "`n_cards` must be a whole number >= 1, got 0"),
+    ("concurrency", [2], "`concurrency` must be a whole number >= 1"),
+    ("avg_ts", "fast", "`avg_ts` must be a finite number >= 0, got 'fast'"),
+    ("avg_ts", float("nan"), "`avg_ts` must be a finite number >= 0, got nan"),
+    ("mem_bytes", -1, "`mem_bytes` must be a finite number >= 0, got -1"),
+    ("capacity_bytes", "abc", "`capacity_bytes` must be a finite number >= 0"),
+])
+def test_a_records_file_with_a_mistyped_field_is_one_error_naming_it(tmp_path, capsys, field, value, want):
+    """A hand-edited records file (`"n_cards": Infinity`, `"test": []`, `"n_depth": "4K"`) was read, then failed
+    deep inside: plot with an OverflowError traceback, compare / plot / sweep's resume with "unhashable type:
+    'list'" or "could not convert string to float", naming no file. The read refuses it, naming file, record
+    and field; the file is left as it was."""
+    recs = json.loads(run(capsys, "sweep", "--model", "qwen3-8b", "--cards", "1", "--depths", "1K", "--tests",
+                          "tg,pp,mem", "--json", "-q")[1])
+    for r in recs:
+        r[field] = value
+    p = tmp_path / "r.json"
+    p.write_text(json.dumps(recs, indent=1))   # (json writes nan / inf as NaN / Infinity, as Python reads them)
+    before = p.read_bytes()
+    with pytest.raises(ValueError, match=re.escape(want)):
+        records.read_records(p)
+    for argv in (["compare", str(p)], ["plot", str(p), "--out", str(tmp_path / "charts")]):
+        line = one_line_error(*run(capsys, *argv)[::2])
+        assert f"{p}:2: record 1: record field {want}" in line, line
+    assert p.read_bytes() == before
+
+
+def test_a_records_file_without_the_depth_of_a_speed_names_it(tmp_path, capsys):
+    """A predicted tg record without `n_depth` (or a pp one without `n_prompt`) ended as plot's "error: n_depth"
+    (a KeyError's message) and as a KeyError in sweep's resume; it is refused naming the field and line now, and
+    sweep's resume treats a stored record without its key fields as no point of its own."""
+    recs = json.loads(run(capsys, "sweep", "--model", "qwen3-8b", "--cards", "1", "--depths", "1K", "--tests",
+                          "tg,pp", "--json", "-q")[1])
+    for field, test in (("n_depth", "tg"), ("n_prompt", "pp")):
+        bad = [dict(r) for r in recs]
+        for r in bad:
+            if r["test"] == test:
+                del r[field]
+        p = tmp_path / f"no-{field}.json"
+        p.write_text(json.dumps(bad, indent=1))
+        line = one_line_error(*run(capsys, "plot", str(p), "--out", str(tmp_path / "charts"))[::2])
+        assert f"field `{field}` is missing" in line and str(p) in line, line
+    from glmbench.predict import sweep as sw
+    assert sw._key({"evidence": "predicted"}) == (None,) * 7
+
+
 def test_every_predicted_record_says_fits_and_beyond_native():
     native = configs.load("qwen3-32b").max_position_embeddings
     recs = sweep.predict(["qwen3-32b"], [dict(rig="rtx-3090")], [1024, 10 * 2 ** 20], ("tg", "pp", "mem", "serve"),

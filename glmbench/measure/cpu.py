@@ -86,6 +86,27 @@ def choose_layers(cfg, weights: str, kv: str, capacity: int, available: int | No
     return "full" if need <= FIT_FRACTION * avail else "sampled"
 
 
+def cache_bytes(cfg, kv: str, capacity: int, layers=None) -> int:
+    """The least memory the KV cache of `layers` (indices; None: all) takes holding `capacity` tokens: each
+    caching layer's bytes per token times the tokens it keeps (a windowed layer at most its window)."""
+    win = frozenset(cfg.windowed_layers)
+    return sum(cfg.kv_layer_bytes(i, kv) * (min(capacity, cfg.sliding_window) if i in win else capacity)
+               for i in (range(cfg.n_layers) if layers is None else layers))
+
+
+def _check_cache_fits(cfg, kv, capacity, idx, deepest) -> None:
+    """Refuse, before building anything, a cache the machine cannot hold even for the layers timed (a
+    sampled model still caches every point's full depth): it ended in a MemoryError, or the OOM killer,
+    while filling the cache."""
+    need = cache_bytes(cfg, kv, capacity, idx)
+    avail = available_bytes()
+    if need > avail:
+        n = cfg.n_layers if idx is None else len(idx)
+        raise ValueError(f"{cfg.name}: a {kv} cache of {capacity:,} tokens (depth {deepest:,} plus one run's new "
+                         f"tokens) on the {n} layer{'s' if n != 1 else ''} timed needs {need / 2**30:.1f} GiB, more than "
+                         f"the {avail / 2**30:.1f} GiB this machine has available; measure shallower depths")
+
+
 def layer_roles(cfg) -> list[str]:
     """Each layer's kind for sampling and scaling: layer_kinds' "dense" / "moe", and for a hybrid's
     linear layers (Gated DeltaNet, Mamba-2) the same with "+linear" (their token mixer costs
@@ -261,6 +282,7 @@ def _measure(cfg, depths, tests, layers, n_prompt, n_gen, weights, kv, mla_strat
     idx = None if mode == "full" else sample_layers(cfg, k)
     if idx is not None and len(idx) == cfg.n_layers:
         mode, idx = "full", None  # k covers every layer: nothing is scaled
+    _check_cache_fits(cfg, kv, capacity, idx, max(depths))
 
     kinds = layer_roles(cfg)
     counts = {kind: kinds.count(kind) for kind in sorted(set(kinds))}

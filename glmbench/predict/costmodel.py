@@ -1931,6 +1931,23 @@ def decode(setup: Setup, depth: int, batch: int = 1) -> StepCost:
     return StepCost(_pipelined(stages, links, setup), batch, _merge(all_costs), "decode", depth, batch)
 
 
+# A prefill is priced one ubatch at a time (each at its own depth): at most this many ubatches in one
+# prediction, about a minute's work for a large model (131,072 ubatches: 64M tokens at n_ubatch 512,
+# or a 128K prompt at n_ubatch 1). Past it a prompt would take hours to price, not to refuse.
+MAX_PREFILL_UBATCHES = 1 << 17
+
+
+def _check_ubatches(n: int, ub: int) -> int:
+    """The number of ubatches of `ub` tokens in a prefill of `n`; a ValueError past MAX_PREFILL_UBATCHES."""
+    n_ub = -(-n // ub)
+    if n_ub > MAX_PREFILL_UBATCHES:
+        raise ValueError(f"a prefill of {n:,} tokens is {n_ub:,} ubatches of {ub:,}, each priced on its own: more than "
+                         f"the {MAX_PREFILL_UBATCHES:,} one prediction prices (at most {MAX_PREFILL_UBATCHES * ub:,} "
+                         "tokens at this ubatch); price a shorter prompt (`--n-prompt N`: N tokens at each depth) "
+                         "or a larger ubatch")
+    return n_ub
+
+
 def prefill(setup: Setup, n_tokens: int, depth: int = 0) -> StepCost:
     """Ingest a chunk of `n_tokens` on top of `depth` cached tokens (one stream), in ubatches of
     the runtime's n_ubatch; logits for the last token only. Under layer split the ubatches
@@ -1939,20 +1956,20 @@ def prefill(setup: Setup, n_tokens: int, depth: int = 0) -> StepCost:
     n = _check_int("n_tokens", n_tokens, 1)
     depth = _check_int("depth", depth, 0)
     ub = setup.n_ubatch
-    n_ub = -(-n // ub)
+    n_ub = _check_ubatches(n, ub)
     cfg = setup.model
-    all_costs, stages, links = [], [], []
+    merged, stages, links = {}, [], []
     for u in range(n_ub):
         T = min(ub, n - u * ub)
         card_s, link, costs = _pass(setup, T, _prefill_work(cfg, depth + u * ub, T), 1 if u == n_ub - 1 else 0)
         stages.append(card_s)
         links.append(link)
-        all_costs.extend(costs)
+        _merge_into(merged, costs)
     if setup.split == "layer":
         seconds = _pipelined(stages, links, setup)
     else:
         seconds = sum(_sequential_seconds(setup, s, l) for s, l in zip(stages, links))
-    return StepCost(seconds, n, _merge(all_costs), "prefill", depth, 1)
+    return StepCost(seconds, n, list(merged.values()), "prefill", depth, 1)
 
 
 def _sum_attn(parts) -> _Attn:
@@ -1980,7 +1997,8 @@ def prefill_batch(setup: Setup, n_tokens: int, streams: int, depth: int = 0) -> 
     cfg = setup.model
     w = cfg.sliding_window if cfg.windowed_layers else None
     total = n * B
-    all_costs, stages, links = [], [], []
+    _check_ubatches(total, ub)
+    merged, stages, links = {}, [], []
     start = 0
     while start < total:
         T = min(ub, total - start)
@@ -2000,17 +2018,22 @@ def prefill_batch(setup: Setup, n_tokens: int, streams: int, depth: int = 0) -> 
         card_s, link, costs = _pass(setup, T, work, outs)
         stages.append(card_s)
         links.append(link)
-        all_costs.extend(costs)
+        _merge_into(merged, costs)
         start += T
     if setup.split == "layer":
         seconds = _pipelined(stages, links, setup)
     else:
         seconds = sum(_sequential_seconds(setup, st, lk) for st, lk in zip(stages, links))
-    return StepCost(seconds, total, _merge(all_costs), "prefill", depth, B)
+    return StepCost(seconds, total, list(merged.values()), "prefill", depth, B)
 
 
 def _merge(costs):
-    out: dict = {}
+    return list(_merge_into({}, costs).values())
+
+
+def _merge_into(out: dict, costs) -> dict:
+    """Add OpCosts `costs` into `out` ({(name, card): OpCost}, summed in order): a prefill merges each
+    ubatch's as it goes, so its memory does not grow with the prompt."""
     for o in costs:
         k = (o.name, o.card)
         if k in out:
@@ -2024,7 +2047,7 @@ def _merge(costs):
             m.launch_s += o.launch_s
         else:   # a copy (the fields as they are: dataclasses.replace is 5x slower, and _merge runs per step)
             out[k] = OpCost(o.name, o.card, o.count, o.flops, o.bytes, o.seconds, o.compute_s, o.memory_s, o.launch_s)
-    return list(out.values())
+    return out
 
 
 def ttft(setup: Setup, prompt_len: int) -> float:

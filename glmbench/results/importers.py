@@ -195,6 +195,28 @@ def read(path, *, model: str | None = None, default_model: str | None = None,
 def read_text(text: str, path: str = "<text>", *, model: str | None = None,
               default_model: str | None = None, notices: list | None = None) -> list[dict]:
     """read() on text already in memory; `path` names it in errors and in `source`."""
+    return _token_counts_checked(_read_text(text, path, model, default_model, notices), path)
+
+
+# a record's token counts: more than any model has positions or memory for is a misread or a typo (a JSON
+# `"n_depth": 1e308` read as a 309-digit depth that a prediction would then price), whatever the format
+_TOKEN_FIELDS = ("n_prompt", "n_gen", "n_depth", "n_streams")
+
+
+def _token_counts_checked(recs: list, path: str) -> list:
+    for i, r in enumerate(recs, 1):
+        for k in _TOKEN_FIELDS:
+            v = r.get(k)
+            if isinstance(v, (int, float)) and not isinstance(v, bool) and v > vocab.MAX_TOKENS:
+                src = str(r.get("source") or "")
+                where = src if src.startswith(str(path)) else f"{path}: record {i}"
+                shown = f"{v:,}" if v < 10 ** 15 else f"{float(v):.3g}"
+                raise FormatError(f"{where}: field `{k}` = {shown} is more tokens than any model has positions or "
+                                  f"memory for (at most {vocab.MAX_TOKENS:,})")
+    return recs
+
+
+def _read_text(text, path, model, default_model, notices) -> list[dict]:
     split = _bench_output_and_tables(text, path)
     if split is not None:
         # llama-bench's records and its md table in one paste (-o json -oe md in a terminal, two runs pasted)
@@ -1488,7 +1510,10 @@ def _read_glmbench(text, ctx):
             _fail(ctx.path, line, f"record {i}: {e}")
         if r["evidence"] == "measured" and r.get("test") in ("tg", "pp"):
             _speed(ctx, line, "avg_ts", r.get("avg_ts"))
+        if r.get("test") in ("tg", "pp"):   # what every reader keys and plots a speed by (a KeyError deep in plot)
             _num(ctx, line, "n_depth", r.get("n_depth"), integer=True, minimum=0)
+        if r.get("test") == "pp":
+            _num(ctx, line, "n_prompt", r.get("n_prompt"), integer=True, minimum=0)
         out.append(r)
     return out
 
@@ -2246,6 +2271,7 @@ class _Block:
         self.cuda_flags: dict = {}       # ggml_cuda_init's flags before it: {"CUDA_USE_TENSOR_CORES": "yes", ...}
         self.timing: dict = {}           # a timings block's lines: "pp" / "tg" -> (line, ms, tokens, prefix)
         self.cached = None               # llama-server's reused prompt tokens before it: (line, N, its text)
+        self.split_at = None             # a separator line right under one of its rows (line, the row's line)
 
 
 _QUOTE = re.compile(r"^[ \t]*(?:>[ \t]?)+")
@@ -2380,6 +2406,9 @@ def _kv_lines(lines, j, rx, into: dict, *, skip=None, last=None) -> int:
     return j
 
 
+_TABLE_KINDS = ("llama-bench", "sweep-bench", "batched-bench")
+
+
 def _scan(text) -> tuple[list[_Block], dict]:
     lines, tab_heads = _unquote_tabs(text)
 
@@ -2457,6 +2486,11 @@ def _scan(text) -> tuple[list[_Block], dict]:
             if kind:
                 take(_Block(kind, no, header, rows))
                 before, label = [], None
+            elif blocks and blocks[-1].kind in _TABLE_KINDS and len(header) == len(blocks[-1].header) and \
+                    (blocks[-1].rows[-1][0] if blocks[-1].rows else blocks[-1].start + 1) == i:
+                # a separator line right under a row of the table above (a paste gone wrong): that row reads as
+                # the header of a table of no known kind, and it and every row under it would be lost
+                blocks[-1].split_at = (no + 1, no)
             i = j
             continue
         if _SERVE_START.match(st) or _SGL_OFFLINE_START.match(st):
@@ -2679,6 +2713,10 @@ def _read_pasted(text, ctx):
     seen: list = []         # (section heading, model, weights) of every record so far
     section = None
     for bi, b in enumerate(blocks):
+        if b.split_at:
+            _fail(ctx.path, b.split_at[0], f"a separator line under the table row on line {b.split_at[1]} (the "
+                                           f"table begun on line {b.start}) would make that row a new table's header "
+                                           "and lose the rows from it on; remove the separator line")
         text_before = "\n".join(lines[:b.start - 1])
         # what "the file's other tables" name: under a heading of its own (a page with a section per model),
         # only the tables of that section, never another model's

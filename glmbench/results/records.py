@@ -34,6 +34,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import math
 import os
 import contextlib
 import hashlib
@@ -47,7 +48,7 @@ try:
 except ImportError:  # Windows: no advisory locks; a single writer per file is then the rule
     fcntl = None
 
-from glmbench.vocab import EVIDENCE  # noqa: E402  (one definition, at the bottom of the package)
+from glmbench.vocab import EVIDENCE, MAX_TOKENS  # noqa: E402  (one definition, at the bottom of the package)
 
 # Columns that lead every CSV, in this order; the remaining keys follow alphabetically.
 LEAD_COLUMNS = (
@@ -57,13 +58,45 @@ LEAD_COLUMNS = (
 )
 
 
+# the fields every reader keys, sorts, sums or plots by, and what each must hold where a record has it (None
+# is always allowed: not stated). A hand-edited file's `"n_depth": "4K"`, `"n_cards": Infinity` or `"test":
+# []` was read, then failed deep in compare / plot / sweep as "unhashable type: 'list'" or an OverflowError
+# traceback, naming no file.
+_TEXT_FIELDS = ("test", "model", "device", "split", "weights", "type_k", "type_v", "mla_strategy", "runtime")
+_COUNT_FIELDS = {"n_prompt": 0, "n_gen": 0, "n_depth": 0, "n_cards": 1, "n_streams": 1, "concurrency": 1}
+_TOKEN_COUNTS = ("n_prompt", "n_gen", "n_depth")
+_AMOUNT_FIELDS = ("avg_ts", "stddev_ts", "aggregate_tok_s", "per_stream_tok_s", "ttft_s", "mem_bytes", "mem_total_bytes",
+                  "capacity_bytes", "kv_bytes", "weight_bytes", "weights_bytes", "workspace_bytes")
+
+
 def validate(record: dict) -> dict:
-    """Raise ValueError unless the record says what kind of number it is."""
+    """Raise ValueError unless the record says what kind of number it is, and its key fields hold what
+    they name: text, a whole count (token counts at most vocab.MAX_TOKENS), a finite amount >= 0."""
     if not isinstance(record, dict):
         raise TypeError(f"a record must be a dict, got {type(record).__name__}")
     ev = record.get("evidence")
     if ev not in EVIDENCE:
         raise ValueError(f"record field `evidence` must be one of {EVIDENCE}, got {ev!r}")
+    for k in _TEXT_FIELDS:
+        v = record.get(k)
+        if v is not None and not isinstance(v, str):
+            raise ValueError(f"record field `{k}` must be text, got {v!r}")
+    for k, lo in _COUNT_FIELDS.items():
+        v = record.get(k)
+        if v is None:
+            continue
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v != int(v) or v < lo:
+            raise ValueError(f"record field `{k}` must be a whole number >= {lo}, got {v!r}")
+        if k in _TOKEN_COUNTS and v > MAX_TOKENS:
+            shown = f"{int(v):,}" if v < 10 ** 15 else f"{float(v):.3g}"
+            raise ValueError(f"record field `{k}` = {shown} is more tokens than any model has positions or memory "
+                             f"for (at most {MAX_TOKENS:,})")
+    for k in _AMOUNT_FIELDS:
+        v = record.get(k)
+        if v is None or (isinstance(v, float) and math.isnan(v) and k == "stddev_ts"):
+            continue
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v < 0:
+            raise ValueError(f"record field `{k}` must be a finite number >= 0, got {v!r}")
     return record
 
 
