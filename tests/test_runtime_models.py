@@ -1313,3 +1313,21 @@ def test_sglang_runtime_model_is_physics_with_its_own_defaults():
         runtime.runtime_from_dict(bad, "x.json")
     with pytest.raises(ValueError, match="ubatch_by_card.steps"):
         runtime.runtime_from_dict({**p.to_dict(), "ubatch_by_card": {"steps": [{"below_gib": 40, "n_ubatch": 2048}]}}, "x.json")
+
+
+def test_cost_model_invariants_hold_on_a_seeded_grid():
+    """tools/cost_model_invariants.py on 60 random setups (models x cards x runtime profiles x formats x
+    splits): none is faster than `ideal` on its own schedule, decode never rises with the depth, memory
+    never shrinks with it, `fits` and max_context agree with the memory, a quantized cache is never
+    larger, serving admits min(concurrency, max_batch), every number is finite, nothing raises. (The
+    kinds with modelled exceptions, docs/COSTMODEL.md's kernel switches, are the tool's to list.)"""
+    import random
+    spec = importlib.util.spec_from_file_location(
+        "cost_model_invariants", os.path.join(os.path.dirname(__file__), "..", "tools", "cost_model_invariants.py"))
+    tool = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(tool)
+    out = tool.Cases()
+    assert tool.grid(60, random.Random(5), out) >= 50
+    hard = {"faster than ideal", "decode rises with depth", "memory shrinks with depth", "fits disagrees",
+            "max_context", "quantized cache larger", "serving admits", "not finite", "exception"}
+    assert not hard & set(out.found), {k: out.found[k][:3] for k in hard & set(out.found)}
