@@ -2202,3 +2202,22 @@ def test_a_2024_json_of_a_hip_or_musa_build_is_rocm_or_musa_not_cuda(tmp_path):
     assert [r["backend"] for r in recs] == ["ROCm", "ROCm", "MUSA", "CUDA"]
     assert "GGML_USE_CUDA" in recs[0]["inferred"]["backend"]
     assert "backend" not in recs[3].get("inferred", {})
+
+
+def test_llama_bench_json_settings_out_of_range_name_the_line(tmp_path):
+    """llama-bench's JSON with `"n_ubatch": 0` / -1 read as a ubatch of none (the fit's ubatch option reads it)
+    and `"flash_attn": "abc"` dropped as "not stated" without a word; each is one error naming the line now.
+    What llama-bench writes (-1 / 0 / 1, old builds' true / false) still reads."""
+    ok = lb()
+    for k, v, msg in (("n_ubatch", 0, r"field `n_ubatch` must be >= 1, got 0"),
+                      ("n_batch", -1, r"field `n_batch` must be >= 1, got -1"),
+                      ("n_threads", -4, r"field `n_threads` must be >= 0, got -4"),
+                      ("flash_attn", "abc", r"field `flash_attn` must be -1 \(auto\), 0 or 1 \(or true / false\), "
+                                            r"got 'abc'"),
+                      ("flash_attn", 2, r"field `flash_attn` must be -1 \(auto\), 0 or 1")):
+        text = json.dumps([ok, dict(ok, **{k: v})], indent=2)
+        line = text.splitlines().index("  {", 2) + 1
+        with pytest.raises(im.FormatError, match=rf"lb.json:{line}: {msg}"):
+            im.read(write(tmp_path, "lb.json", text))
+    for v, want in ((-1, -1), (0, 0), (1, 1), (True, 1), (False, 0), ("true", 1)):
+        assert im.read(write(tmp_path, "ok.json", json.dumps([dict(ok, flash_attn=v)])))[0]["flash_attn"] == want

@@ -1522,6 +1522,7 @@ def _read_glmbench(text, ctx):
 _LB_INT = ("build_number", "model_size", "model_n_params", "n_batch", "n_ubatch", "n_threads", "poll",
            "n_gpu_layers", "n_cpu_moe", "main_gpu", "no_op_offload", "fit_target", "fit_min_ctx",
            "avg_ns", "stddev_ns")
+_LB_MIN = {"n_batch": 1, "n_ubatch": 1, "n_threads": 0, "model_size": 0, "model_n_params": 0}   # a batch of 0 is no run
 _LB_BOOL = ("cpu_strict", "no_kv_offload", "embeddings", "no_host", "use_mmap", "use_direct_io", "repack")
 _LB_KEEP = ("build_commit", "build_number", "cpu_info", "gpu_info", "backends", "model_filename", "model_type",
             "model_size", "model_n_params", "n_batch", "n_ubatch", "n_threads", "n_gpu_layers", "n_cpu_moe",
@@ -1599,14 +1600,17 @@ def _llama_bench_record(o: dict, ctx, line, meta: dict | None = None) -> dict:
         if mla not in (None, "") and "mla" not in meta:
             r["mla"] = str(mla).strip()
     r["type_k"], r["type_v"] = _kv_name(o.get("type_k")), _kv_name(o.get("type_v"))
-    r.update(n_prompt=n_prompt, n_gen=n_gen, n_depth=n_depth, n_streams=1, avg_ts=avg, stddev_ts=sd,
-             flash_attn=_flag(o.get("flash_attn")))
+    fa = _flag(o.get("flash_attn"))
+    if fa not in (None, -1, 0, 1) or (fa is None and o.get("flash_attn") not in (None, "")):
+        # what the fit's fa option reads; garbage was dropped as "not stated" without a word
+        _fail(ctx.path, line, f"field `flash_attn` must be -1 (auto), 0 or 1 (or true / false), got {o['flash_attn']!r}")
+    r.update(n_prompt=n_prompt, n_gen=n_gen, n_depth=n_depth, n_streams=1, avg_ts=avg, stddev_ts=sd, flash_attn=fa)
     for k in _LB_KEEP:
         if k not in o:
             continue
         v = o[k]
         if k in _LB_INT:
-            v = _num(ctx, line, k, v, integer=True, required=False)
+            v = _num(ctx, line, k, v, integer=True, required=False, minimum=_LB_MIN.get(k))
         elif k in _LB_BOOL:
             v = _bool(v)
         elif k in ("samples_ns", "samples_ts") and isinstance(v, str):
