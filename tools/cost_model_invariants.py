@@ -140,7 +140,7 @@ def grid(samples: int, rng: random.Random, out: Cases) -> int:
         try:
             s = cm.Setup(model, card if n == 1 else hardware.Rig(card, n), split=split, weights=w, kv=kv, runtime=rt)
         except ValueError as e:           # a combination the model refuses (fp8 on llama.cpp, a rig needing a link)
-            out.skipped[str(e).split(":")[0][:80]] += 1
+            out.skipped[str(e).split(" (")[0][:110]] += 1
             continue
         try:
             dec = _setup_checks(cm, s, out)
@@ -186,7 +186,7 @@ def dominance(out: Cases) -> None:
             try:
                 sa, sb = cm.Setup(model, lo, weights=w, runtime=rt), cm.Setup(model, hi, weights=w, runtime=rt)
             except ValueError as e:
-                out.skipped[str(e).split(":")[0][:80]] += 1
+                out.skipped[str(e).split(" (")[0][:110]] += 1
                 continue
             for d in (0, 4096, 32768):
                 if cm.decode(sb, d).tok_s < cm.decode(sa, d).tok_s * (1 - REL):

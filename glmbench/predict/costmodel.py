@@ -225,6 +225,9 @@ class Setup:
                              f"no whole number of its blocks; use f16, bf16 or f32")
         vocab.mla_strategy(self.mla_strategy)
         s(self, "runtime", load_runtime(self.runtime))
+        why = self.runtime.weights_refused(self.weight_fmt)
+        if why:
+            raise ValueError(f"`weights`: {why}")
         if rig.gpu.kind == "cpu" and self.runtime.fitted_to_gpus:
             raise ValueError(f"the runtime model `{self.runtime.name}` prices a GPU runtime's kernels, fitted to published "
                              f"GPU results; {rig.gpu.name} is a CPU: use `typical` or `ideal`, or a profile calibrated "
