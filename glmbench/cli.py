@@ -1332,21 +1332,18 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_BROKEN_PIPE
     except UserError as e:
         return _fail(str(e))
-    except (ValueError, TypeError, KeyError, OSError, ImportError, OverflowError) as e:
-        # ImportError: a measured command where the C core was not built (core/_loader.py says why)
+    except (ValueError, TypeError, KeyError, OSError, ImportError, OverflowError, MemoryError) as e:
+        # ImportError: a measured command where the C core was not built (core/_loader.py says why);
+        # MemoryError: an allocation the C core or NumPy could not get (the KV cache of a deep point, say)
         if os.environ.get("GLMBENCH_TRACEBACK") == "1":
             raise
         msg = e.args[0] if isinstance(e, KeyError) and e.args else e
         if isinstance(e, OSError) and e.strerror:  # not "[Errno 2] ...": what failed, on which path
             msg = e.strerror + (f": {e.filename}" if e.filename else "")
+        if isinstance(e, MemoryError):
+            msg = f"out of memory: {e or 'an allocation failed'} (a smaller depth, prompt or model fits)"
         prog = f"glmbench {args.command}" if "args" in locals() and getattr(args, "command", None) else "glmbench"
         return _fail(f"{prog}: {msg}")
-    except MemoryError as e:
-        # an allocation the C core or NumPy could not get (the KV cache of a deep point, say): one line, no traceback
-        if os.environ.get("GLMBENCH_TRACEBACK") == "1":
-            raise
-        prog = f"glmbench {args.command}" if "args" in locals() and getattr(args, "command", None) else "glmbench"
-        return _fail(f"{prog}: out of memory: {e or 'an allocation failed'} (a smaller depth, prompt or model fits)")
     except KeyboardInterrupt:
         print("glmbench: interrupted (finished points are saved; rerun to resume)", file=sys.stderr)
         return EXIT_INTERRUPTED

@@ -38,6 +38,13 @@ def _ideal_like(p, prof_opts):
     return p.batch / cm._mean_decode(s, p.n_depth, p.n_gen, p.batch)[0]
 
 
+def _on_ideal(s):
+    """Setup `s` under `ideal` on its runtime's schedule (its ubatch on the card), with the best MLA form."""
+    from glmbench.predict import runtime
+    ideal = dataclasses.replace(cm.load_runtime("ideal"), n_ubatch=runtime.ubatch_for(s.runtime, s.gpu))
+    return dataclasses.replace(s, runtime=ideal, mla_strategy="flash")
+
+
 def test_public_set_loads(public):
     assert len(public) > 500
     assert {p.runtime for p in public} >= {"llama.cpp", "ik_llama.cpp", "llama.cpp-vulkan", "vllm"}
@@ -90,14 +97,12 @@ def test_runtime_model_never_faster_than_ideal(public, rt):
 def test_sglang_never_faster_than_ideal(public):
     """The runtime model fitted to nothing (sglang) is still never faster than `ideal` on the same schedule
     (SGLang's prefill budget for the card): on the setups of a spread of the public points."""
-    from glmbench.predict import runtime
     sg = cm.load_runtime("sglang")
     for p in public[::9]:
         if sg.weights_refused(p.setup.weight_fmt):     # ik_llama.cpp's own types: SGLang's GGUF loader has none
             continue
         s = dataclasses.replace(p.setup, runtime=sg)
-        ideal = dataclasses.replace(cm.load_runtime("ideal"), n_ubatch=runtime.ubatch_for(sg, s.gpu))
-        i = dataclasses.replace(p.setup, runtime=ideal, mla_strategy="flash")
+        i = _on_ideal(s)
         if p.test == "pp":
             q, top = cm.prefill(s, p.n_prompt, p.n_depth).tok_s, cm.prefill(i, p.n_prompt, p.n_depth).tok_s
         else:
@@ -110,14 +115,12 @@ def test_no_runtime_model_outruns_ideal_on_quantized_prefill(card):
     """`ideal`'s roof for quantized weights is the faster of the int8 peak and the f16 GEMM's: on Volta
     (int8 by dp4a, half its f16 tensor rate) llama.cpp-vulkan's dequantize-to-f16 coopmat prefill was
     up to 1.33x faster than an `ideal` held to int8 (Qwen3-32B Q4_K_M, pp512 at 8K)."""
-    from glmbench.predict import runtime
     for rtn in ("llama.cpp", "llama.cpp[fa=0]", "llama.cpp-vulkan", "llama.cpp-vulkan[fa=0]", "ik_llama.cpp",
                 "vllm", "sglang"):
         rt = cm.load_runtime(rtn)
         for model, w in (("qwen3-32b", "Q4_K_M"), ("llama-3-8b", "q4_0"), ("glm-4.7-flash", "q8_0")):
             s = cm.Setup(model, card, weights=w, runtime=rt)
-            ideal = dataclasses.replace(cm.load_runtime("ideal"), n_ubatch=runtime.ubatch_for(rt, s.gpu))
-            i = dataclasses.replace(s, runtime=ideal, mla_strategy="flash")
+            i = _on_ideal(s)
             for n, d in ((512, 0), (2048, 0), (512, 8192)):
                 assert cm.prefill(s, n, d).tok_s <= cm.prefill(i, n, d).tok_s * (1 + 1e-9), (rtn, model, w, n, d)
     s = cm.Setup("qwen3-32b", card, weights="q4_K", runtime="ideal")
@@ -140,8 +143,7 @@ def test_no_runtime_model_outruns_ideal_on_recurrent_prompts():
                     cm.memory(s, 0)
                 except ValueError:
                     continue
-                ideal = dataclasses.replace(cm.load_runtime("ideal"), n_ubatch=runtime.ubatch_for(rt, s.gpu))
-                i = dataclasses.replace(s, runtime=ideal)
+                i = _on_ideal(s)
                 for n in (16, 512, 2048, 8192):
                     assert cm.prefill(s, n, 0).tok_s <= cm.prefill(i, n, 0).tok_s * (1 + 1e-9), (card, rtn, model, n)
     with pytest.raises(ValueError, match="field `prompt_scan` must be one of auto, token, chunked"):

@@ -198,21 +198,18 @@ def read_text(text: str, path: str = "<text>", *, model: str | None = None,
     return _token_counts_checked(_read_text(text, path, model, default_model, notices), path)
 
 
-# a record's token counts: more than any model has positions or memory for is a misread or a typo (a JSON
-# `"n_depth": 1e308` read as a 309-digit depth that a prediction would then price), whatever the format
+# a record's token counts past any model's (records.too_many_tokens), whatever the format
 _TOKEN_FIELDS = ("n_prompt", "n_gen", "n_depth", "n_streams")
 
 
 def _token_counts_checked(recs: list, path: str) -> list:
     for i, r in enumerate(recs, 1):
         for k in _TOKEN_FIELDS:
-            v = r.get(k)
-            if isinstance(v, (int, float)) and not isinstance(v, bool) and v > vocab.MAX_TOKENS:
+            too_many = rec.too_many_tokens(k, r.get(k))
+            if too_many:
                 src = str(r.get("source") or "")
                 where = src if src.startswith(str(path)) else f"{path}: record {i}"
-                shown = f"{v:,}" if v < 10 ** 15 else f"{float(v):.3g}"
-                raise FormatError(f"{where}: field `{k}` = {shown} is more tokens than any model has positions or "
-                                  f"memory for (at most {vocab.MAX_TOKENS:,})")
+                raise FormatError(f"{where}: field {too_many}")
     return recs
 
 

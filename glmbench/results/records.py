@@ -69,6 +69,15 @@ _AMOUNT_FIELDS = ("avg_ts", "stddev_ts", "aggregate_tok_s", "per_stream_tok_s", 
                   "capacity_bytes", "kv_bytes", "weight_bytes", "weights_bytes", "workspace_bytes")
 
 
+def too_many_tokens(field: str, v) -> str | None:
+    """"`field` = N is more tokens than ..." where a token count `v` passes vocab.MAX_TOKENS (a misread or a
+    typo: a JSON `"n_depth": 1e308` read as a 309-digit depth that a prediction would then price), else None."""
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or not v > MAX_TOKENS:
+        return None
+    shown = f"{int(v):,}" if v < 10 ** 15 else f"{float(v):.3g}"
+    return f"`{field}` = {shown} is more tokens than any model has positions or memory for (at most {MAX_TOKENS:,})"
+
+
 def validate(record: dict) -> dict:
     """Raise ValueError unless the record says what kind of number it is, and its key fields hold what
     they name: text, a whole count (token counts at most vocab.MAX_TOKENS), a finite amount >= 0."""
@@ -87,10 +96,9 @@ def validate(record: dict) -> dict:
             continue
         if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v != int(v) or v < lo:
             raise ValueError(f"record field `{k}` must be a whole number >= {lo}, got {v!r}")
-        if k in _TOKEN_COUNTS and v > MAX_TOKENS:
-            shown = f"{int(v):,}" if v < 10 ** 15 else f"{float(v):.3g}"
-            raise ValueError(f"record field `{k}` = {shown} is more tokens than any model has positions or memory "
-                             f"for (at most {MAX_TOKENS:,})")
+        too_many = too_many_tokens(k, v) if k in _TOKEN_COUNTS else None
+        if too_many:
+            raise ValueError(f"record field {too_many}")
     for k in _AMOUNT_FIELDS:
         v = record.get(k)
         if v is None or (isinstance(v, float) and math.isnan(v) and k == "stddev_ts"):
