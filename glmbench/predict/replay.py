@@ -30,7 +30,7 @@ Step times (costmodel, the same functions as every other prediction):
   weight reads, so a mixed step is an upper bound for it).
 - `step_costs="exact"` calls the cost model for every distinct step (memoized); the default
   `"interpolated"` samples it on a grid (depths every `DEPTH_GRID` tokens, batch sizes 1..16 then
-  about +19% apart, chunk lengths at the ends of each of the runtime's ubatches) and interpolates
+  about +19% apart, chunk lengths on the same nodes inside each of the runtime's ubatches) and interpolates
   linearly, and advances runs of decode-only steps in one move, so a 12K-request trace replays in
   seconds (bench/bench_replay.py). tests/test_replay.py checks that the two agree.
 
@@ -62,6 +62,7 @@ from glmbench.predict import traces as traces_mod
 BUCKETS = (("<4K", 0, 4096), ("4-8K", 4096, 8192), ("8-16K", 8192, 16384), ("16-32K", 16384, 32768),
            ("32-64K", 32768, 65536), ("64-128K", 65536, 131072), (">=128K", 131072, math.inf))
 DEPTH_GRID = 2048
+CHUNK_TILE = 128        # a prompt chunk's step in time: costmodel.Q_TILE and kernels.MMQ_X_MAX
 REBASE_S = 1024.0       # the replay clock's float part stays below this many seconds
 MAX_CLOCK_S = float(2 ** 62)    # the whole seconds are kept as int64: arrivals past this are refused
 DEFAULT_TTFT_SLO_S = 10.0
@@ -124,6 +125,27 @@ class StepCosts:
                 return lo, hi, (b - lo) / (hi - lo)
             lo = hi
 
+    @staticmethod
+    def _chunk_nodes(r: int, ub: int):
+        """(lo, hi, weight) of a last ubatch of r tokens (of at most ub) on the prefill's nodes:
+        within the first CHUNK_TILE tokens 1, 2, 4, 8 and then about +41% apart (a MoE's expert reads
+        saturate there, a GEMM fills its tile); past it the two ends of each tile, where the flash-
+        attention query tile and MMQ's column tile (costmodel.Q_TILE, kernels.MMQ_X_MAX) step the
+        time up (within 2-3% of the cost model, tests/test_replay.py)."""
+        tile = CHUNK_TILE
+        if r > tile:
+            k = -(-r // tile)
+            lo, hi = (k - 1) * tile + 1, min(k * tile, ub)
+            return (r, r, 0.0) if hi == lo else (lo, hi, (r - lo) / (hi - lo))
+        if r <= 8 and r & (r - 1) == 0:
+            return r, r, 0.0
+        lo = 1
+        while True:
+            hi = min(lo * 2 if lo < 8 else max(lo + 1, round(lo * 1.41)), tile, ub)
+            if hi >= r:
+                return lo, hi, (r - lo) / (hi - lo)
+            lo = hi
+
     def decode(self, batch: int, mean_depth: float) -> float:
         """One decode step of `batch` streams whose depths average `mean_depth`."""
         if self.mode == "exact":
@@ -160,11 +182,16 @@ class StepCosts:
         wd = (depth - d0) / g
         c = self._pline.get((n, d0))
         if c is None:
-            # within one ubatch count the time is close to linear in n; it jumps at each ubatch edge
+            # the time jumps at each ubatch edge, and inside the last ubatch it is far from linear
+            # in its r tokens (a MoE's experts read saturate, a dense GEMM is bound by its weight
+            # reads until it fills): the last ubatch's length on the batch sizes' nodes (1..16,
+            # then about +19% apart, the ubatch's end the last)
             u = -(-n // ub)
-            n1 = u * ub
-            n0 = (u - 1) * ub + 1
-            wn = (n - n0) / (n1 - n0) if n1 > n0 else 0.0
+            base = (u - 1) * ub
+            r0, r1, wn = self._chunk_nodes(n - base, ub)
+            n0, n1 = base + r0, base + r1
+            if wn == 1.0:
+                n0, wn = n1, 0.0
             c = self._pline[(n, d0)] = [self._prefill_at(n0, d0), None,
                                         self._prefill_at(n1, d0) if wn else 0.0, None, wn, n0, n1]
         return _cell_value(c, wd, self._prefill_at, d0 + g)
