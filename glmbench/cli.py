@@ -586,7 +586,7 @@ def _positive_int(text: str) -> int:
 def _load_trace(trace):
     """The trace (a built-in name or a file) read once, before any work: a bad one is the error."""
     from glmbench.predict import traces
-    return traces.load(trace)
+    return traces.check_replayable(traces.load(trace))
 
 
 def _trace_options(args) -> dict:

@@ -75,6 +75,30 @@ def test_trace_bad_file_is_one_line(capsys, tmp_path, content, where):
     assert len(lines) == 1 and lines[0].startswith("error: ") and where in lines[0], err
 
 
+def test_a_trace_whose_every_request_failed_is_one_line(capsys, tmp_path):
+    """Every request logged with 0 output tokens (failed in the traced system): nothing to replay.
+    It was a decision that no setup can serve the trace, 'rejects every request ()' and a bucket
+    winner, and search named a closest setup that 'reaches n/a'."""
+    p = tmp_path / "failed.csv"
+    p.write_text("arrival_s,prompt_tokens,output_tokens\n0,100,0\n1,200,0\n")
+    before = p.read_bytes()
+    rc, out, err = run(capsys, "trace", str(p), *SMALL, "-q")
+    assert rc == 2 and out == ""
+    lines = [l for l in err.splitlines() if l.strip()]
+    assert len(lines) == 1 and "failed.csv" in lines[0] and "0 output tokens" in lines[0], err
+    assert "nothing to replay" in lines[0]
+    rc, out, err = run(capsys, "search", "--trace", str(p), "--ttft-slo", "2", "--tpot-slo", "0.1", "--models",
+                       "glm-4.7-flash", "--gpus", "rtx-3090", "--cards", "1", "--weights", "q4_K", "--kv", "f16",
+                       "--no-max-rate", "--workers", "1", "--out", str(tmp_path / "s"), "-q")
+    assert rc == 2 and out == ""
+    lines = [l for l in err.splitlines() if l.strip()]
+    assert len(lines) == 1 and "nothing to replay" in lines[0], err
+    assert p.read_bytes() == before
+    # the replay study refuses it too (the API)
+    with pytest.raises(ValueError, match="nothing to replay"):
+        rp.study(str(p), [rp.cm.Setup("glm-4.7-flash", "rtx-3090")])
+
+
 def test_trace_unknown_name_and_bad_option(capsys):
     rc, _, err = run(capsys, "trace", "no-such-trace", *SMALL, "-q")
     assert rc == 2 and "unknown trace" in err

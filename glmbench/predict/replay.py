@@ -928,7 +928,7 @@ def study(trace, setups: Sequence[cm.Setup], config: ServerConfig | None = None,
     JSON-able (NaN where a figure does not exist) but for "_results", each run's ReplayResult
     (per request: what trace_requests.csv writes); `keep_results=False` leaves it empty, so
     that only one run's per-request arrays are held at a time (a million-request trace)."""
-    tr = traces_mod.load(trace)
+    tr = traces_mod.check_replayable(traces_mod.load(trace))
     if rate_scale != 1.0:
         tr = tr.scaled(rate_scale)
     if not setups:

@@ -660,6 +660,7 @@ def search(trace, objective: Objective, *, models: Sequence = (), gpus: Sequence
     if requests is not None:
         vocab.check_int("requests", requests, 1)
         tr = _first(tr, requests)
+    traces_mod.check_replayable(tr)
     pt = price_table or prices_mod.load(gpus=[g for g in (gpus or ()) if _is_path(g)])
     unpriced = []
     if gpus is None and setups is None:

@@ -110,6 +110,16 @@ def from_requests(requests, name: str = "hand-built", block_tokens: int = MOONCA
     return _trace(name, "python", rows, block_tokens)
 
 
+def check_replayable(tr: Trace) -> Trace:
+    """`tr`, or a ValueError naming its source when no request is left to replay: every one
+    logged with 0 output tokens (failed in the traced system, never replayed)."""
+    n = len(tr)
+    if n and tr.output.count(0) == n:
+        raise ValueError(f"{tr.source}: {'its one request has' if n == 1 else f'all {n:,} of its requests have'} "
+                         "0 output tokens (failed in the traced system, never replayed): nothing to replay")
+    return tr
+
+
 def list_traces() -> list[str]:
     return sorted(TRACES)
 
