@@ -45,6 +45,33 @@ def test_trace_command(capsys, tmp_path, ladder):
     assert len(res["runs"]) == 2           # 1 and 2 cards
 
 
+def test_trace_outputs_say_evidence_hardware_formats_and_runtime(capsys, tmp_path, ladder):
+    """Every output of `trace` says what its numbers are (predicted: the cost model replayed, or
+    calibrated) and of what: the card, the card count, the weights, the KV format and the runtime,
+    each as its own field (a row held only the setup's label)."""
+    out = tmp_path / "tr"
+    rc, text, err = run(capsys, "trace", ladder, *SMALL, "--cards", "1", "--weights", "q8_0", "--kv", "q8_0",
+                        "--hardware", "rtx-4090", "--runtime", "ideal", "--out", str(out), "-q")
+    assert rc == 0, err
+    assert "predicted" in text.split("**Decision")[0].split("**No setup")[0]
+    res = json.loads((out / "trace.json").read_text())
+    assert res["evidence"] == "predicted"
+    for r in res["runs"] + [b for b in res["buckets"]]:
+        assert (r["evidence"], r["hardware"], r["device"], r["n_cards"], r["weights"], r["type_k"], r["runtime"]) == (
+            "predicted", "rtx-4090", "RTX 4090", 1, "q8_0", "q8_0", "ideal"), r
+    import csv
+    for name in ("trace_runs.csv", "trace_buckets.csv"):
+        rows = list(csv.DictReader(open(out / name)))
+        assert rows and all(r["evidence"] == "predicted" and r["hardware"] == "rtx-4090" and r["weights"] == "q8_0"
+                            and r["type_k"] == "q8_0" and r["runtime"] == "ideal" for r in rows), name
+    rc, text, err = run(capsys, "trace", ladder, *SMALL, "--cards", "1", "--csv", "-q")
+    assert rc == 0 and "evidence" in text.splitlines()[0].split(",")
+    # a runtime model fitted to public results says so
+    rc, text, err = run(capsys, "trace", ladder, *SMALL, "--cards", "1", "--runtime", "vllm", "--json", "-q")
+    res = json.loads(text)
+    assert rc == 0 and res["evidence"] == "calibrated" and {r["evidence"] for r in res["runs"]} == {"calibrated"}
+
+
 def test_trace_json_csv_and_options(capsys, tmp_path):
     p = tmp_path / "m.jsonl"
     p.write_text("".join(f'{{"timestamp": {1000 * i}, "input_length": 1024, "output_length": 8, "hash_ids": [0, {i + 1}]}}\n'

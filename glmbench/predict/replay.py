@@ -916,6 +916,11 @@ def _pair_verdict(syn: dict, bucket_rows: Sequence[dict], prefix_cache: bool) ->
     return {**syn, "holds": holds, "trace_winners": ws, "trace_crossovers": cr, "verdict": verdict}
 
 
+# a study's run and bucket rows carry these fields of their setup (sweep.setup_fields)
+SETUP_FIELDS = ("evidence", "model", "device", "hardware", "n_cards", "split", "link_gbps", "weights", "type_k",
+                "mla_strategy", "runtime", "cv_error")
+
+
 def study(trace, setups: Sequence[cm.Setup], config: ServerConfig | None = None, *, rate_scale: float = 1.0,
           prefix_cache: Sequence[bool] = (True, False), ttft_slo_s: float = DEFAULT_TTFT_SLO_S,
           tpot_slo_s: float = DEFAULT_TPOT_SLO_S, progress: bool = False,
@@ -943,11 +948,15 @@ def study(trace, setups: Sequence[cm.Setup], config: ServerConfig | None = None,
     if progress:
         from tqdm.auto import tqdm
         it = tqdm(jobs, desc=f"replay {tr.name}", unit="run")
+    from glmbench.predict import sweep
     for s, p in it:
         c = ServerConfig(cfg.max_num_seqs, cfg.max_batched_tokens, p, cfg.kv_tokens, cfg.step_costs)
         res = replay(tr, s, c, ttft_slo_s=ttft_slo_s, tpot_slo_s=tpot_slo_s)
-        runs.append(res.summary())
-        bucket_rows += res.buckets()
+        # what each row is (predicted, or calibrated) and of what, after its figures
+        f = sweep.setup_fields(s)
+        what = {k: f[k] for k in SETUP_FIELDS if k in f}
+        runs.append({**res.summary(), **what})
+        bucket_rows += [{**b, **what} for b in res.buckets()]
         if keep_results:
             results[(s.label, p)] = res
         del res
@@ -1016,7 +1025,8 @@ def study(trace, setups: Sequence[cm.Setup], config: ServerConfig | None = None,
     decision = {"setup": best["setup"] if keeps_up else "", "best": "" if none_served else best["setup"],
                 "keeps_up": keeps_up, "keeps_up_tok": keeps_up_tok, "prefix_cache": main and tr.has_prefixes,
                 "reasons": reason}
-    return {"trace": {**tr.summary(), "attribution": tr.attribution, "rate_scale": tr.meta.get("rate_scale", 1.0),
+    return {"evidence": ", ".join(dict.fromkeys(r["evidence"] for r in runs)),
+            "trace": {**tr.summary(), "attribution": tr.attribution, "rate_scale": tr.meta.get("rate_scale", 1.0),
                       "notices": list(tr.meta.get("notices", ()))},
             "server": {"max_num_seqs": cfg.max_num_seqs, "max_batched_tokens": cfg.max_batched_tokens,
                        "step_costs": cfg.step_costs, "kv_tokens": cfg.kv_tokens},

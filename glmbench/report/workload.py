@@ -174,7 +174,8 @@ def render(res: dict, charts: Sequence[str] = ()) -> str:
     L.append(f"{t['requests']:,} requests over {t['duration_s']:,.0f} s (rate x{t['rate_scale']:g}), mean prompt "
              f"{t['mean_prompt']:,.0f} and output {t['mean_output']:,.0f} tokens, longest prompt {t['max_prompt']:,}"
              + (f". {t['attribution']}." if t.get("attribution") else "."))
-    L.append(f"Replayed on the cost model (glmbench.predict.replay): continuous batching, "
+    L.append(f"Evidence: {res.get('evidence') or 'predicted'}, not measured: replayed on the cost model "
+             f"(glmbench.predict.replay) with continuous batching, "
              f"{res['server']['max_batched_tokens']}-token chunked-prefill steps, up to {res['server']['max_num_seqs']} "
              f"requests at once, the KV pool from the memory model. Targets: TTFT <= {slo['ttft_s']:g} s, "
              f"TPOT <= {slo['tpot_s']:g} s. A bucket's winner is the setup with the larger share of the bucket's "
