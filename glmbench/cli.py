@@ -675,6 +675,8 @@ def cmd_search(args) -> int:
                         price_table=pt, requests=args.requests, workers=args.workers, ray=args.ray,
                         store=os.path.join(args.out, "setups.json"), progress=not args.quiet)
     rsearch.write(res, args.out)
+    for n in res.trace.get("notices") or ():
+        print(f"note: {n}", file=sys.stderr)
     if args.json:
         print(json.dumps(rsearch.summary(res), indent=1))
         return 0

@@ -387,6 +387,27 @@ def test_cli_search_writes_and_resumes(tmp_path, capsys):
     assert s2["reused"] == 8 and s2["chosen"] == s["chosen"]
 
 
+def test_search_says_the_trace_s_notices(tmp_path, capsys):
+    """Rows out of time order (sorted) and requests the trace logged as failed (0 output tokens, never
+    replayed, left out of the attainment) are said, as `trace` says them: search.md, search.json and
+    stderr; with --requests N the failed ones counted in those N. Search said neither."""
+    f = tmp_path / "t.csv"
+    f.write_text("arrival_s,prompt_tokens,output_tokens\n0,100,10\n2,100,0\n1,300,20\n3,100,0\n4,120,0\n")
+    out = tmp_path / "o"
+    args = ["search", "--trace", str(f), "--ttft-slo", "2", "--tpot-slo", "0.1", "--models", "glm-4.7-flash",
+            "--gpus", "rtx-3090", "--cards", "1", "--weights", "q4_K", "--kv", "f16", "--no-max-rate",
+            "--workers", "1", "-q", "--out", str(out)]
+    assert cli.main(args) == 0
+    err = capsys.readouterr().err
+    md = (out / "search.md").read_text()
+    notes = json.loads((out / "search.json").read_text())["trace"]["notices"]
+    for text in (err, md, " ".join(notes)):
+        assert "not in time order" in text and "3 requests with 0 output tokens" in text, text
+    assert cli.main(args[:-2] + ["--requests", "3", "--out", str(tmp_path / "o3")]) == 0
+    err = capsys.readouterr().err
+    assert "not in time order" in err and "1 request with 0 output tokens" in err and "3 requests" not in err, err
+
+
 def test_whole_catalog_leaves_unpriced_cards_out_and_names_them():
     obj = sr.Objective(ttft_slo_s=2.0, tpot_slo_s=0.1, max_rate=False)
     pt = prices.load(basis="cloud")             # the defaults price a few data-center cards by the hour

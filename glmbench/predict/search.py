@@ -749,7 +749,7 @@ def search(trace, objective: Objective, *, models: Sequence = (), gpus: Sequence
     for r in evaluated:
         r["chosen"] = r is chosen
     by = Counter(r["pruned_by"] for r in pruned)
-    summ = {**tr.summary(), "attribution": tr.attribution, "fingerprint": tfp,
+    summ = {**tr.summary(), "attribution": tr.attribution, "notices": list(tr.meta.get("notices", ())), "fingerprint": tfp,
             "rate_req_s": _rate(tr, objective.rate_scale), "rate_scale": objective.rate_scale}
     return SearchResult(summ, objective, evaluated + pruned, chosen, fg, ft, pt, n_cand,
                         {s: by.get(s, 0) for s in STAGES}, reused, info)
@@ -770,8 +770,13 @@ def _is_path(g) -> bool:
 def _first(tr: traces_mod.Trace, n: int) -> traces_mod.Trace:
     if n >= len(tr):
         return tr
+    # the notices of the trace's first n: its failed requests counted among them
+    meta = dict(tr.meta)
+    whole, part = meta.get("zero_output_requests", 0), tr.output[:n].count(0)
+    notices = [x for x in meta.get("notices", ()) if not whole or x != traces_mod.failed_notice(tr.source, whole)]
+    meta.update(zero_output_requests=part, notices=notices + ([traces_mod.failed_notice(tr.source, part)] if part else []))
     return traces_mod.Trace(f"{tr.name}[:{n}]", tr.source, tr.arrival_s[:n], tr.prompt[:n], tr.output[:n],
-                            tr.hash_ids[:n], tr.block_tokens, tr.attribution, dict(tr.meta))
+                            tr.hash_ids[:n], tr.block_tokens, tr.attribution, meta)
 
 
 def brute_force(trace, objective: Objective, setups: Sequence[cm.Setup], price_table: prices_mod.PriceTable) -> dict | None:

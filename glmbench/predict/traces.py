@@ -256,6 +256,12 @@ class _Rows:
         return bool(self.a)
 
 
+def failed_notice(source, failed: int) -> str:
+    """The notice of `failed` requests logged with 0 output tokens."""
+    return (f"{source}: {failed} request{'s' if failed > 1 else ''} with 0 output tokens (failed in the trace): "
+            "counted as failed, not replayed")
+
+
 def _trace(name, source, rows, block_tokens, meta=None):
     notices = []
     A, Pr, Ou, H = rows.a, rows.p, rows.o, rows.h
@@ -267,8 +273,7 @@ def _trace(name, source, rows, block_tokens, meta=None):
                        "arrive before the one above them); replayed sorted by arrival")
     failed = Ou.count(0)
     if failed:
-        notices.append(f"{source}: {failed} request{'s' if failed > 1 else ''} with 0 output tokens (failed in the "
-                       "trace): counted as failed, not replayed")
+        notices.append(failed_notice(source, failed))
     t0 = A[0] if A else 0.0
     return Trace(name, source, [a - t0 for a in A] if t0 else A, Pr, Ou, H, block_tokens, meta={**(meta or {}), "zero_output_requests": failed,
                                                            "unsorted_arrivals": back, "notices": notices})

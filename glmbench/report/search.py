@@ -164,6 +164,7 @@ def render(res: sr.SearchResult) -> str:
                f"{('on' if t.get('prefix_blocks') else 'on, without effect: the trace has no block hashes') if obj.prefix_cache else 'off'}. "
                f"Max rate: the highest rate scale meeting the targets (bisection to {100 * obj.rate_tol:g}%), "
                "'>' at the search's upper bound, 'none' when even a lone request misses them.", "",
+             *(f"Note: {n}." for n in t.get("notices") or ()), *([""] if t.get("notices") else []),
              table(table_rows(res)), "",
              "$/Mtok: USD per million output tokens of requests that met both targets, at the trace's rate; "
              "at max: at the highest sustained rate. Costs: the cards only (not host, power supply or link).", ""]
