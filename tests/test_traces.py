@@ -53,6 +53,19 @@ def test_azure_timestamps_keep_seven_digits(tmp_path):
     assert t.hash_ids == [None, None]
 
 
+def test_azure_timestamps_keep_the_100_ns_digit(tmp_path):
+    # the wall-clock time as one float of Unix seconds (1.7e9) has steps of 2.4e-7 s: a 100 ns
+    # digit was lost (up to 2.05e-7 s off on azure-conv-2023) and two requests 100 ns apart could
+    # arrive together
+    p = tmp_path / "az.csv"
+    p.write_text("TIMESTAMP,ContextTokens,GeneratedTokens\n2023-11-16 18:17:03.9799600,4808,10\n"
+                 "2023-11-16 18:17:03.9799601,3180,8\n2023-11-16 18:17:03.9799603,10,8\n"
+                 "2023-11-16 19:14:03.9799602,10,8\n")
+    t = traces.read(p)
+    assert t.arrival_s[:3] == [0.0, pytest.approx(1e-7, abs=1e-13), pytest.approx(3e-7, abs=1e-13)]
+    assert t.arrival_s[3] == pytest.approx(3420.0000002, abs=1e-10)
+
+
 def test_plain_csv_and_jsonl(tmp_path):
     c = tmp_path / "plain.csv"
     c.write_text("arrival_s,prompt_tokens,output_tokens\n0.5,100,10\n0.0,200,0\n")

@@ -328,7 +328,9 @@ def _read_jsonl(path, f, name):
     return _trace(name, path, rows, block_tokens or MOONCAKE_BLOCK, {"format": kind})
 
 
-def _azure_time(where, s):
+def _azure_time(where, s) -> int:
+    """The time in whole nanoseconds since the Unix epoch (an int: one float of Unix seconds has
+    steps of 2.4e-7 s, coarser than the 2023 release's 7 fractional digits)."""
     # 7 fractional digits (100 ns); datetime takes at most 6
     s = s.strip()
     head, _, frac = s.partition(".")
@@ -338,7 +340,8 @@ def _azure_time(where, s):
         raise ValueError(f"{where}: `TIMESTAMP` must look like 2023-11-16 18:17:03.9799600, got {s!r}") from None
     if frac and not frac.isdigit():
         raise ValueError(f"{where}: `TIMESTAMP` must look like 2023-11-16 18:17:03.9799600, got {s!r}")
-    return t.replace(tzinfo=datetime.timezone.utc).timestamp() + (int(frac) / 10 ** len(frac) if frac else 0.0)
+    sec = int(t.replace(tzinfo=datetime.timezone.utc).timestamp())
+    return sec * 10 ** 9 + (int(frac[:9].ljust(9, "0")) if frac else 0)
 
 
 def _read_csv(path, f, name):
@@ -371,10 +374,17 @@ def _read_csv(path, f, name):
         if kind == "burstgpt" and _int(where, "Request tokens", p, 0) == 0:
             no_prompt += 1      # BurstGPT logs some requests with no request tokens: nothing to replay
             continue
-        arrival = _azure_time(where, a) if kind == "azure" else a
-        rows.append(_row(where, arrival, p, o, None, MOONCAKE_BLOCK, tuple(header[i] for i in cols)))
+        if kind == "azure":
+            # whole nanoseconds, made seconds from the earliest once every row is read
+            rows.append(_row(where, 0.0, p, o, None, MOONCAKE_BLOCK, tuple(header[i] for i in cols)))
+            rows.a[-1] = _azure_time(where, a)
+        else:
+            rows.append(_row(where, a, p, o, None, MOONCAKE_BLOCK, tuple(header[i] for i in cols)))
     if not rows:
         raise ValueError(f"{path}: the trace holds no requests")
+    if kind == "azure":
+        t0 = min(rows.a)
+        rows.a = [(x - t0) / 1e9 for x in rows.a]
     t = _trace(name, path, rows, MOONCAKE_BLOCK, {"format": kind})
     if kind == "burstgpt":
         t.meta["zero_prompt_rows"] = no_prompt
