@@ -66,6 +66,22 @@ def test_azure_timestamps_keep_the_100_ns_digit(tmp_path):
     assert t.arrival_s[3] == pytest.approx(3420.0000002, abs=1e-10)
 
 
+def test_azure_2024_timestamps_with_a_utc_offset(tmp_path):
+    # the 2024 release (AzureLLMInferenceTrace_*_1week.csv) writes pandas' tz-aware times,
+    # 2024-05-10 00:00:00.009930+00:00: the reader said it reads the 2024 release and refused them
+    p = tmp_path / "az24.csv"
+    p.write_text("TIMESTAMP,ContextTokens,GeneratedTokens\n2024-05-10 00:00:00.009930+00:00,2162,5\n"
+                 "2024-05-10 00:00:00.011720+00:00,2400,20\n2024-05-10 02:00:01.011720+02:00,10,2\n"
+                 "2024-05-10 00:00:02Z,10,2\n")
+    t = traces.read(p)
+    assert t.prompt == [2162, 2400, 10, 10] and t.meta["format"] == "azure"
+    assert t.arrival_s == [0.0, pytest.approx(0.00179, abs=1e-12), pytest.approx(1.00179, abs=1e-12),
+                           pytest.approx(1.99007, abs=1e-12)]
+    p.write_text("TIMESTAMP,ContextTokens,GeneratedTokens\n2024-05-10 00:00:00.009930+0x:00,2162,5\n")
+    with pytest.raises(ValueError, match="az24.csv:2: `TIMESTAMP` must look like"):
+        traces.read(p)
+
+
 def test_plain_csv_and_jsonl(tmp_path):
     c = tmp_path / "plain.csv"
     c.write_text("arrival_s,prompt_tokens,output_tokens\n0.5,100,10\n0.0,200,0\n")

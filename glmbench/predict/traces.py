@@ -31,6 +31,7 @@ import datetime
 import json
 import math
 import os
+import re
 from dataclasses import dataclass, field
 
 from glmbench import vocab
@@ -331,17 +332,27 @@ def _read_jsonl(path, f, name):
 def _azure_time(where, s) -> int:
     """The time in whole nanoseconds since the Unix epoch (an int: one float of Unix seconds has
     steps of 2.4e-7 s, coarser than the 2023 release's 7 fractional digits)."""
-    # 7 fractional digits (100 ns); datetime takes at most 6
+    # 7 fractional digits (100 ns; 2023) or 6 and a UTC offset (2024: pandas' 2024-05-10
+    # 00:00:00.009930+00:00); datetime takes at most 6 digits
     s = s.strip()
-    head, _, frac = s.partition(".")
+    m = _AZURE_TIME.fullmatch(s)
+    if m is None:
+        raise ValueError(f"{where}: `TIMESTAMP` must look like 2023-11-16 18:17:03.9799600 or "
+                         f"2024-05-10 00:00:00.009930+00:00, got {s!r}")
+    head, frac, tz = m.groups()
     try:
         t = datetime.datetime.strptime(head, "%Y-%m-%d %H:%M:%S")
     except ValueError:
-        raise ValueError(f"{where}: `TIMESTAMP` must look like 2023-11-16 18:17:03.9799600, got {s!r}") from None
-    if frac and not frac.isdigit():
-        raise ValueError(f"{where}: `TIMESTAMP` must look like 2023-11-16 18:17:03.9799600, got {s!r}")
+        raise ValueError(f"{where}: `TIMESTAMP` must look like 2023-11-16 18:17:03.9799600 or "
+                         f"2024-05-10 00:00:00.009930+00:00, got {s!r}") from None
     sec = int(t.replace(tzinfo=datetime.timezone.utc).timestamp())
+    if tz and tz != "Z":
+        off = int(tz[1:3]) * 3600 + int(tz[-2:]) * 60
+        sec -= off if tz[0] == "+" else -off
     return sec * 10 ** 9 + (int(frac[:9].ljust(9, "0")) if frac else 0)
+
+
+_AZURE_TIME = re.compile(r"(\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2})(?:\.(\d+))?(Z|[+-]\d{2}:?\d{2})?")
 
 
 def _read_csv(path, f, name):
