@@ -30,7 +30,7 @@ Step times (costmodel, the same functions as every other prediction):
   weight reads, so a mixed step is an upper bound for it).
 - `step_costs="exact"` calls the cost model for every distinct step (memoized); the default
   `"interpolated"` samples it on a grid (depths every `DEPTH_GRID` tokens, batch sizes 1..16 then
-  about +19% apart, chunk lengths on the same nodes inside each of the runtime's ubatches) and interpolates
+  about +19% apart, chunk lengths inside the last of the runtime's ubatches on `_chunk_nodes`) and interpolates
   linearly, and advances runs of decode-only steps in one move, so a 12K-request trace replays in
   seconds (bench/bench_replay.py). tests/test_replay.py checks that the two agree.
 
@@ -184,8 +184,7 @@ class StepCosts:
         if c is None:
             # the time jumps at each ubatch edge, and inside the last ubatch it is far from linear
             # in its r tokens (a MoE's experts read saturate, a dense GEMM is bound by its weight
-            # reads until it fills): the last ubatch's length on the batch sizes' nodes (1..16,
-            # then about +19% apart, the ubatch's end the last)
+            # reads until it fills, the query and column tiles step at 129): r on _chunk_nodes
             u = -(-n // ub)
             base = (u - 1) * ub
             r0, r1, wn = self._chunk_nodes(n - base, ub)
