@@ -197,10 +197,14 @@ def test_non_finite_bias_and_expert_weights_are_errors(rng, fmt, bad):
         glmbench.moe_experts(x, idx, tw, wg, wu, wd)
     with pytest.raises(ValueError, match=r"`topk_weight` contains (NaN|inf) at flat index 1"):
         glmbench.moe_experts(x[:1], idx[:1], np.array([[0.5, bad]], np.float32), wg, wu, wd)   # decode
+    wu_f = rng.standard_normal((E, F, D)).astype(np.float32)   # mixed QTensor / float experts: the Python loop
+    with pytest.raises(ValueError, match=r"`topk_weight` contains (NaN|inf) at flat index 2"):
+        glmbench.moe_experts(x, idx, tw, wg, wu_f, wd)
     assert tw.tobytes() == before
     tw[1, 0] = 0.5
-    y, _ = glmbench.moe_experts(x, idx, tw, wg, wu, wd)
-    assert np.isfinite(y).all()
+    for u in (wu, wu_f):
+        y, _ = glmbench.moe_experts(x, idx, tw, wg, u, wd)
+        assert np.isfinite(y).all()
 
 
 # ---- quantized linear ------------------------------------------------------------------------
