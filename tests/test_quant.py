@@ -169,6 +169,8 @@ def test_bad_input():
         quant.linear(np.ones((2, 64), np.float32), np.ones((3, 64), np.float32))
     with pytest.raises(ValueError, match=r"`kernel` must be one of"):
         quant.linear(np.ones((2, 64), np.float32), qt, kernel="fast")
+    with pytest.raises(ValueError, match=r"`x` must have at least 1 dimension and a last axis of at least 1"):
+        quant.quantize(np.ones((2, 0), np.float32), "q8_0")   # was NumPy's "cannot reshape array of size 0"
 
 
 @pytest.mark.parametrize("fmt", FMTS)

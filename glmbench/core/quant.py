@@ -211,8 +211,8 @@ def _as_f32_2d(x, name="x"):
         raise TypeError(f"`{name}` must be a numpy.ndarray, got {type(x).__name__}")
     if x.dtype != np.float32:
         raise TypeError(f"`{name}` must be float32, got {x.dtype}")
-    if x.ndim < 1:
-        raise ValueError(f"`{name}` must have at least 1 dimension, got shape {x.shape}")
+    if x.ndim < 1 or x.shape[-1] < 1:
+        raise ValueError(f"`{name}` must have at least 1 dimension and a last axis of at least 1, got shape {x.shape}")
     return x.reshape(-1, x.shape[-1])
 
 
