@@ -66,7 +66,7 @@ PyArrayObject *gb_new_f32(int ndim, const npy_intp *dims);
 PyObject *gb_versions_dict(int count, int (*available)(int), const char *(*name)(int));
 
 /* The arrays of a linear binding whose weight is stored as bytes (qlinear, klinear): x f32[T, k],
- * weight uint8[N, row_bytes(fmt, k)], bias f32[N] or Py_None; checks x finite and makes y f32[T, N].
+ * weight uint8[N, row_bytes(fmt, k)], bias f32[N] or Py_None; checks x and bias finite and makes y f32[T, N].
  * `check_k` (NULL: none) runs after x's width is checked and before the weight's, so row_bytes
  * only sees a valid k. -1 with the error set; the caller releases *x, *w, *b, *y either way. */
 int gb_packed_linear_args(PyObject *xo, PyObject *wo, PyObject *bo, int fmt, npy_intp k, int (*check_k)(npy_intp k),
@@ -84,7 +84,7 @@ typedef struct {
 int gb_packed_moe_arrays(gb_packed_moe *a, PyObject *xo, PyObject *io, PyObject *wo, PyObject *go, PyObject *uo, PyObject *dno);
 
 /* topk_idx/topk_weight against x's rows and topk_idx's width, up/down against gate's experts, each
- * expert's bytes (`kind` names them in the error: "the bytes", "the packed bytes"), then x finite. */
+ * expert's bytes (`kind` names them in the error: "the bytes", "the packed bytes"), then x and topk_weight finite. */
 int gb_packed_moe_check(const gb_packed_moe *a, npy_intp gate_bytes, npy_intp up_bytes, npy_intp down_bytes, const char *kind);
 
 void gb_packed_moe_release(gb_packed_moe *a);
@@ -97,7 +97,7 @@ int gb_moe_outputs(npy_intp T, npy_intp D, npy_intp E, PyArrayObject **y, PyArra
 PyObject *gb_moe_result(int status, PyArrayObject *y, PyArrayObject *cnt);
 
 /* A repacked quantized linear's arrays: x [T, k] float32 and finite, `packed` uint8 of exactly
- * `nbytes`, bias [n] float32 or None (*b stays NULL), and y [T, n] allocated. 0, or -1 with the
+ * `nbytes`, bias [n] float32 and finite, or None (*b stays NULL), and y [T, n] allocated. 0, or -1 with the
  * exception set; the caller releases what was made either way. */
 int gb_repacked_linear_args(PyObject *xo, PyObject *po, PyObject *bo, npy_intp n, npy_intp k, npy_intp nbytes,
                             PyArrayObject **x, PyArrayObject **p, PyArrayObject **b, PyArrayObject **y);

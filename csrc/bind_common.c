@@ -30,6 +30,7 @@ int gb_packed_linear_args(PyObject *xo, PyObject *wo, PyObject *bo, int fmt, npy
     if (bo != Py_None) {
         if (!(*b = gb_array(bo, "bias", NPY_FLOAT32, 1, GB_COPY))) return -1;
         if (gb_check_dim(*b, "bias", 0, N, "the weight's out_features") < 0) return -1;
+        if (gb_check_finite(*b, "bias") < 0) return -1; /* as glmbench.linear's float weights (bind_linear.c) */
     }
     if (gb_check_finite(*x, "x") < 0) return -1;
     npy_intp dims[2] = {T, N};
@@ -57,7 +58,8 @@ int gb_packed_moe_check(const gb_packed_moe *a, npy_intp gate_bytes, npy_intp up
         gb_check_dim(a->u, "up", 0, E, "gate's experts") < 0 || gb_check_dim(a->u, "up", 1, up_bytes, fd) < 0 ||
         gb_check_dim(a->dn, "down", 0, E, "gate's experts") < 0 || gb_check_dim(a->dn, "down", 1, down_bytes, df) < 0)
         return -1;
-    return gb_check_finite(a->x, "x");
+    /* as the float experts (bind_moe.c): a NaN/inf weight would spread through y unseen */
+    return gb_check_finite(a->x, "x") < 0 ? -1 : gb_check_finite(a->wt, "topk_weight");
 }
 
 void gb_packed_moe_release(gb_packed_moe *a) {
@@ -95,6 +97,7 @@ int gb_repacked_linear_args_chk(PyObject *xo, PyObject *po, PyObject *bo, npy_in
     if (bo != Py_None) {
         if (!(*b = gb_array(bo, "bias", NPY_FLOAT32, 1, GB_COPY))) return -1;
         if (gb_check_dim(*b, "bias", 0, n, "the weight's out_features") < 0) return -1;
+        if (gb_check_finite(*b, "bias") < 0) return -1;
     }
     if (check_finite && gb_check_finite(*x, "x") < 0) return -1;
     npy_intp dims[2] = {PyArray_DIM(*x, 0), n};

@@ -229,7 +229,8 @@ static int check_layer(const gb_kvcache *c, int64_t layer) {
 }
 
 /* Encode token t's rows; a: this token's a-part, b: its b-part (shapes as in append). Nonzero if
- * a q8_0/q4_0 block scale overflowed float16 (gb_encode_row's status). */
+ * a row cannot be stored: a q8_0/q4_0 block scale or an f16/bf16 value overflowed (gb_encode_row's
+ * status). */
 static int write_token(gb_kvcache *c, int64_t layer, int64_t t, const float *a, const float *b) {
     int bad = 0;
     if (c->kind == GB_KV_MLA) {
@@ -243,6 +244,27 @@ static int write_token(gb_kvcache *c, int64_t layer, int64_t t, const float *a, 
         }
     }
     return bad;
+}
+
+/* Nonzero if a row of the T tokens cannot be stored in c's format (gb_encode_row's status), found by
+ * encoding into scratch, not into the cache; GB_ENOMEM without scratch. */
+static int rows_unstorable(const gb_kvcache *c, const float *a, const float *b, int64_t T) {
+    const int64_t rb = gb_row_bytes(c->fmt, c->dk > c->dv ? c->dk : c->dv);
+    uint8_t *tmp = (uint8_t *)gb_ws_malloc((size_t)rb);
+    if (!tmp) return GB_ENOMEM;
+    int bad = 0;
+    for (int64_t r = 0; r < T * c->n_heads && !bad; r++)
+        bad = gb_encode_row(c->fmt, a + r * c->dk, tmp, c->dk) != GB_OK || gb_encode_row(c->fmt, b + r * c->dv, tmp, c->dv) != GB_OK;
+    gb_ws_free(tmp);
+    return bad;
+}
+
+static int unstorable_error(const gb_kvcache *c) {
+    const char *why = c->fmt == GB_Q8_0   ? "a block scale overflows float16 (largest |value| above 8.3e6)"
+                      : c->fmt == GB_Q4_0 ? "a block scale overflows float16 (largest |value| above 5.2e5)"
+                      : c->fmt == GB_F16  ? "a value overflows float16 (|value| of 65520 or more)"
+                                          : "a value overflows bfloat16 (|value| of 3.3961e38 or more)";
+    return gb_error(GB_EVALUE, "cannot store these values in a %s KV cache: %s", fmt_name(c->fmt), why);
 }
 
 int gb_kvcache_append(gb_kvcache *c, int64_t layer, const float *a, const float *b, int64_t T) {
@@ -259,14 +281,22 @@ int gb_kvcache_append(gb_kvcache *c, int64_t layer, const float *a, const float 
                         "layer %ld keeps a sliding window of %ld tokens in a ring of %ld: at most %ld tokens can be "
                         "appended (and attended) at once, got %ld",
                         (long)layer, (long)W, (long)R, (long)(R - W + 1), (long)T);
+    /* A ring whose new rows land on slots of rows it still holds (T > R - held: only appends longer
+     * than the chunk) checks first that every row can be stored: a refused append must leave the
+     * window attention reads as it was, which writing row by row would not. */
+    const int64_t held = L < W ? L : W;
+    if (c->ring[layer] && c->fmt != GB_F32 && T > R - held) {
+        const int u = rows_unstorable(c, a, b, T);
+        if (u == GB_ENOMEM) return gb_error(GB_ENOMEM, "KV cache: out of memory for a scratch row");
+        if (u) return unstorable_error(c);
+    }
     if ((st = ensure_blocks_poisoned(c, layer, L + T))) return st;
     int64_t as = c->n_heads * c->dk, bs = c->n_heads * c->dv;
     int bad = 0;
 #pragma omp parallel for schedule(static) if (T * as > 65536) reduction(| : bad)
     for (int64_t i = 0; i < T; i++) bad |= write_token(c, layer, L + i, a + i * as, b + i * bs);
-    if (bad) /* the length is not advanced: the rows written stay beyond it, unread */
-        return gb_error(GB_EVALUE, "cannot store these values in a %s KV cache: a block scale overflows float16 "
-                        "(largest |value| above %s)", c->fmt == GB_Q8_0 ? "q8_0" : "q4_0", c->fmt == GB_Q8_0 ? "8.3e6" : "5.2e5");
+    if (bad) /* the length is not advanced: the rows written stay beyond it (or, in a ring, on free slots), unread */
+        return unstorable_error(c);
     c->len[layer] = L + T;
     return GB_OK;
 }

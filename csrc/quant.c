@@ -274,12 +274,23 @@ static int check_scales(int fmt, const void *dst, int64_t n) {
     return GB_OK;
 }
 
+/* A finite float32 past a 16-bit format's range rounds to inf (f16: |x| >= 65520; bf16: >= 3.3961e38):
+ * refused as a q8_0/q4_0 block scale that overflows is (check_scales), not stored as inf. */
+static int check_inf16(int fmt, const uint16_t *h, int64_t n) {
+    const uint16_t e = fmt == GB_F16 ? 0x7c00u : 0x7f80u;
+    int bad = 0;
+    for (int64_t i = 0; i < n; i++) bad |= (h[i] & e) == e;
+    if (!bad) return GB_OK;
+    return gb_error(GB_EVALUE, "%s: a value overflows %s (|x| of %s or more)", fmt == GB_F16 ? "f16" : "bf16",
+                    fmt == GB_F16 ? "float16" : "bfloat16", fmt == GB_F16 ? "65520" : "3.3961e38");
+}
+
 int gb_encode_row(int fmt, const float *x, void *dst, int64_t n) {
     if (gb_row_bytes(fmt, n) < 0) return gb_error(GB_EVALUE, "format %d cannot store a row of %ld elements", fmt, (long)n);
     switch (fmt) {
     case GB_F32: memcpy(dst, x, (size_t)n * 4); break;
-    case GB_F16: encode_f16(x, (uint16_t *)dst, n); break;
-    case GB_BF16: encode_bf16(x, (uint16_t *)dst, n); break;
+    case GB_F16: encode_f16(x, (uint16_t *)dst, n); return check_inf16(fmt, (const uint16_t *)dst, n);
+    case GB_BF16: encode_bf16(x, (uint16_t *)dst, n); return check_inf16(fmt, (const uint16_t *)dst, n);
     case GB_Q8_0: gb_quantize_row_q8_0(x, dst, n); return check_scales(fmt, dst, n);
     case GB_Q4_0: gb_quantize_row_q4_0(x, dst, n); return check_scales(fmt, dst, n);
     }

@@ -362,3 +362,55 @@ def test_windows_bad_input():
     assert c.windows == (0, 0) and c.chunk == 0 and c.length(0) == 1
     r = KVCache.gqa(2, 64, 2, 32, windows=[4, 0], chunk=8, kv="f32", block_size=4)
     assert "windows=[4, 0], chunk=8" in repr(r)
+
+
+# ---- values a format cannot hold ----------------------------------------------------------------
+
+@pytest.mark.parametrize("fmt,big", [("f16", 7e4), ("bf16", 3.4e38), ("q8_0", 1e7), ("q4_0", 1e6)])
+def test_values_past_the_format_are_refused_not_stored_as_inf(rng, fmt, big):
+    """A finite value the 16-bit formats cannot hold (f16 past 65504, bf16 past its largest) was stored as
+    inf and attention turned it into NaN with no error; q8_0/q4_0 refused theirs (a block scale past
+    float16). Each is now the same ValueError naming the format, and nothing is appended."""
+    for c in (KVCache.gqa(1, 8, 2, 32, kv=fmt), KVCache.mla(1, 8, 32, 32, kv=fmt)):
+        a = rng.standard_normal((2, 2, 32) if c.kind == "gqa" else (2, 32)).astype(np.float32)
+        b = a.copy()
+        b[1, ..., 3] = big
+        with pytest.raises(ValueError, match=rf"cannot store these values in a {fmt} KV cache: .* overflows"):
+            c.append(0, a, b)
+        assert c.length(0) == 0
+        c.append(0, a, a)           # values in range still go in
+        assert np.isfinite(c.read(0)[0]).all()
+    ok = np.full((1, 2, 32), 65504.0 if fmt == "f16" else 1.0, np.float32)   # float16's largest is stored
+    c = KVCache.gqa(1, 8, 2, 32, kv=fmt)
+    c.append(0, ok, ok)
+    assert np.isfinite(c.read(0)[1]).all()
+
+
+@pytest.mark.parametrize("fmt", ["f16", "bf16", "q8_0", "q4_0"])
+def test_a_refused_ring_append_leaves_the_window_as_it_was(rng, fmt):
+    """A ring (window 4, chunk 2, ring of 6 slots) takes up to R - W + 1 = 3 tokens at once; the third
+    lands on the slot of the oldest token it still holds. An append refused for a value the format
+    cannot hold had already written its first rows there: the error came, and the window attention
+    reads was silently changed (the 4th-last token replaced)."""
+    from glmbench.core.attention import gqa_attention
+    c = KVCache.gqa(1, 100, 1, 32, kv=fmt, block_size=1, windows=[4], chunk=2)
+    assert c.ring_tokens(0) == 6
+    for _ in range(3):
+        k = rng.standard_normal((2, 1, 32)).astype(np.float32)
+        c.append(0, k, k)
+    q = rng.standard_normal((1, 2, 32)).astype(np.float32)
+    before_read, before = c.read(0), gqa_attention(q, c, 0)
+    bad = rng.standard_normal((3, 1, 32)).astype(np.float32)
+    bad[2, 0, 5] = 3.4e38
+    with pytest.raises(ValueError, match=rf"cannot store these values in a {fmt} KV cache"):
+        c.append(0, bad, bad)
+    assert c.length(0) == 6 and c.held(0) == 4
+    after_read = c.read(0)
+    np.testing.assert_array_equal(after_read[0], before_read[0])
+    np.testing.assert_array_equal(after_read[1], before_read[1])
+    np.testing.assert_array_equal(gqa_attention(q, c, 0), before)
+    good = bad.copy()
+    good[2, 0, 5] = 0.5
+    c.append(0, good, good)         # a storable append of the same size still goes in whole
+    assert c.length(0) == 9
+    np.testing.assert_array_equal(c.read(0)[0][-3:], ref.kv_round(good, fmt).astype(np.float32))

@@ -161,6 +161,8 @@ def test_gated_delta_rule_bad_input(rng):
             f(*bad)
     with pytest.raises(ValueError, match=r"T, heads and head dims must be >= 1"):
         f(q[:0], k[:0], v[:0], g[:0], beta[:0])
+    with pytest.raises(ValueError, match=r"T, heads and head dims must be >= 1, got T=3 Hk=2 Hv=4 dk=0"):
+        f(q[..., :0], k[..., :0], v, g, beta)   # was ZeroDivisionError from the default scale dk ** -0.5
     with pytest.raises(ValueError, match=r"`l2_eps` must be finite and >= 0"):
         f(q, k, v, g, beta, l2_eps=-1.0)
     with pytest.raises(ValueError, match=r"`scale` must be finite"):

@@ -85,3 +85,13 @@ def test_layer_norm_bad_input(rng):
         glmbench.layer_norm(x, w)
     with pytest.raises(ValueError, match=r"`eps` must be >= 0"):
         glmbench.layer_norm(np.ones((2, 4), np.float32), w, -1.0)
+
+
+@pytest.mark.parametrize("shape", [(2, 0), (3, 2, 0), (0,)])
+def test_an_empty_last_axis_is_named(shape):
+    """x with a last axis of 0 reached NumPy's reshape(-1, 0) first: "cannot reshape array of size 0
+    into shape (0)", naming nothing (layer_norm at any rank, rms_norm past 2-D)."""
+    for f in (glmbench.rms_norm, glmbench.layer_norm):
+        with pytest.raises(ValueError, match=r"`x` must have at least 1 dimension and a last axis of at least 1, "
+                                             rf"got shape \({shape[0]},"):
+            f(np.zeros(shape, np.float32), np.zeros(0, np.float32))

@@ -169,6 +169,44 @@ def test_bad_input():
         quant.linear(np.ones((2, 64), np.float32), np.ones((3, 64), np.float32))
     with pytest.raises(ValueError, match=r"`kernel` must be one of"):
         quant.linear(np.ones((2, 64), np.float32), qt, kernel="fast")
+    with pytest.raises(ValueError, match=r"`x` must have at least 1 dimension and a last axis of at least 1"):
+        quant.quantize(np.ones((2, 0), np.float32), "q8_0")   # was NumPy's "cannot reshape array of size 0"
+
+
+@pytest.mark.parametrize("fmt", FMTS)
+@pytest.mark.parametrize("bad", [np.nan, np.inf])
+def test_non_finite_bias_and_expert_weights_are_errors(rng, fmt, bad):
+    """glmbench.linear with float weights refuses a NaN/inf bias and glmbench.moe_experts a NaN/inf
+    topk_weight (ValueError naming them); with q8_0/q4_0 weights both went through unseen (qlinear,
+    qgemm, qmoe) and every output row they touch came back NaN/inf."""
+    x = rng.standard_normal((3, 64)).astype(np.float32)
+    b = np.zeros(8, np.float32)
+    b[5] = bad
+    for compute, kernel in (("auto", "auto"), ("q8", "auto"), ("auto", "ref_q8"), ("f32", "auto"), ("f32", "ref_f32")):
+        qt = quant.quantize(rng.standard_normal((8, 64)).astype(np.float32), fmt)
+        with pytest.raises(ValueError, match=r"`bias` contains (NaN|inf) at flat index 5"):
+            quant.linear(x, qt, b, compute=compute, kernel=kernel)
+        with pytest.raises(ValueError, match=r"`bias` contains (NaN|inf) at flat index 5"):
+            quant.linear(x[0], qt, b, compute=compute, kernel=kernel)   # one token: the GEMV path
+    E, F, D = 4, 32, 64
+    wg, wu = (quant.quantize(rng.standard_normal((E, F, D)).astype(np.float32), fmt) for _ in range(2))
+    wd = quant.quantize(rng.standard_normal((E, D, F)).astype(np.float32), fmt)
+    idx = np.array([[0, 1], [2, 3], [1, 2]], np.int32)
+    tw = np.full((3, 2), 0.5, np.float32)
+    tw[1, 0] = bad
+    before = tw.tobytes()
+    with pytest.raises(ValueError, match=r"`topk_weight` contains (NaN|inf) at flat index 2"):
+        glmbench.moe_experts(x, idx, tw, wg, wu, wd)
+    with pytest.raises(ValueError, match=r"`topk_weight` contains (NaN|inf) at flat index 1"):
+        glmbench.moe_experts(x[:1], idx[:1], np.array([[0.5, bad]], np.float32), wg, wu, wd)   # decode
+    wu_f = rng.standard_normal((E, F, D)).astype(np.float32)   # mixed QTensor / float experts: the Python loop
+    with pytest.raises(ValueError, match=r"`topk_weight` contains (NaN|inf) at flat index 2"):
+        glmbench.moe_experts(x, idx, tw, wg, wu_f, wd)
+    assert tw.tobytes() == before
+    tw[1, 0] = 0.5
+    for u in (wu, wu_f):
+        y, _ = glmbench.moe_experts(x, idx, tw, wg, u, wd)
+        assert np.isfinite(y).all()
 
 
 # ---- quantized linear ------------------------------------------------------------------------

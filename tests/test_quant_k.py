@@ -382,3 +382,37 @@ def test_repack_errors_are_clear(rng):
     with pytest.raises(ValueError, match="repacked bytes"):
         _core.kmoe(np.zeros((1, 256), np.float32), np.zeros((1, 1), np.int64), np.ones((1, 1), np.float32), g, g, g, 12, 12, 12, 256,
                    0, True)
+
+
+@pytest.mark.parametrize("fmt", ["q4_K", "q6_K", "mxfp4"])
+def test_non_finite_bias_and_expert_weights_are_errors(rng, fmt):
+    """A NaN/inf bias (klinear, klinear_packed) or topk_weight (kmoe, stored and repacked) was taken
+    as given: the rows it touched came back NaN/inf with no error, where glmbench.linear /
+    moe_experts with float weights raise. Now the same ValueError naming the argument."""
+    K = 256
+    blocks = (lambda rows, k: random_blocks(rng, fmt, rows, k)) if fmt in BB else \
+        (lambda rows, k: quant.quantize_mxfp4(rng.standard_normal((rows, k)).astype(np.float32)))
+    w = QTensor(blocks(16, K), fmt, (16, K))
+    x = rng.standard_normal((3, K)).astype(np.float32)
+    b = np.zeros(16, np.float32)
+    b[7] = np.nan
+    with pytest.raises(ValueError, match=r"`bias` contains NaN at flat index 7"):
+        _core.klinear(x, w.data, quant._fmt_id(fmt), K, b, 0)               # the stored rows
+    for rows in (x, x[:1]):
+        with pytest.raises(ValueError, match=r"`bias` contains NaN at flat index 7"):
+            quant.linear(rows, w, b)                                        # repacked
+    E, F, D = 3, 256, 256
+    g = QTensor(np.stack([blocks(F, D) for _ in range(E)]), fmt, (E, F, D))
+    u = QTensor(np.stack([blocks(F, D) for _ in range(E)]), fmt, (E, F, D))
+    d = QTensor(np.stack([blocks(D, F) for _ in range(E)]), fmt, (E, D, F))
+    idx = np.array([[0, 1], [2, 0], [1, 2]], np.int64)
+    tw = np.full((3, 2), 0.5, np.float32)
+    tw[2, 1] = np.inf
+    args = (g.data.reshape(E, -1), u.data.reshape(E, -1), d.data.reshape(E, -1), *[quant._fmt_id(fmt)] * 3, F, 0)
+    with pytest.raises(ValueError, match=r"`topk_weight` contains inf at flat index 5"):
+        _core.kmoe(x, idx, tw, *args)                                       # the stored experts
+    for n in (3, 1):
+        t = tw[:n].copy()
+        t[-1, 1] = np.inf
+        with pytest.raises(ValueError, match=rf"`topk_weight` contains inf at flat index {2 * n - 1}"):
+            quant.moe_experts(x[:n], idx[:n], t, g, u, d)                   # repacked

@@ -70,8 +70,8 @@ def rms_norm(x: np.ndarray, weight: np.ndarray, eps: float = 1e-6) -> np.ndarray
     """RMSNorm over the last axis. x: [..., D] float32, weight: [D] float32 -> same shape."""
     x = np.asarray(x) if not isinstance(x, np.ndarray) else x
     shape = x.shape
-    if x.ndim < 1:
-        raise ValueError(f"`x` must have at least 1 dimension, got shape {shape}")
+    if x.ndim < 1 or shape[-1] < 1:
+        raise ValueError(f"`x` must have at least 1 dimension and a last axis of at least 1, got shape {shape}")
     y = _core.rms_norm(x.reshape(-1, shape[-1]) if x.ndim != 2 else x, weight, float(eps))
     return y.reshape(shape)
 
@@ -83,8 +83,8 @@ def layer_norm(x: np.ndarray, weight: np.ndarray, eps: float = 1e-5) -> np.ndarr
     x = np.asarray(x) if not isinstance(x, np.ndarray) else x
     w = np.asarray(weight) if not isinstance(weight, np.ndarray) else weight
     shape = x.shape
-    if x.ndim < 1:
-        raise ValueError(f"`x` must have at least 1 dimension, got shape {shape}")
+    if x.ndim < 1 or shape[-1] < 1:
+        raise ValueError(f"`x` must have at least 1 dimension and a last axis of at least 1, got shape {shape}")
     if w.ndim == 2 and (x.ndim < 2 or x.shape[-2] != w.shape[0]):
         raise ValueError(f"a per-head `weight` of shape {w.shape} needs x [..., {w.shape[0]}, {w.shape[1]}], "
                          f"got {shape}")
@@ -482,7 +482,7 @@ def gated_delta_rule(q: np.ndarray, k: np.ndarray, v: np.ndarray, g: np.ndarray,
     if scale is None:
         if q.ndim != 3:
             raise ValueError(f"`q` must be 3-D [T, Hk, dk], got shape {q.shape}")
-        scale = q.shape[2] ** -0.5
+        scale = q.shape[2] ** -0.5 if q.shape[2] else 1.0   # dk = 0: the C core's size check says so
     return _core.gated_delta_rule(q, k, v, g, beta, state, float(scale), bool(qk_l2norm), float(l2_eps))
 
 

@@ -211,8 +211,8 @@ def _as_f32_2d(x, name="x"):
         raise TypeError(f"`{name}` must be a numpy.ndarray, got {type(x).__name__}")
     if x.dtype != np.float32:
         raise TypeError(f"`{name}` must be float32, got {x.dtype}")
-    if x.ndim < 1:
-        raise ValueError(f"`{name}` must have at least 1 dimension, got shape {x.shape}")
+    if x.ndim < 1 or x.shape[-1] < 1:
+        raise ValueError(f"`{name}` must have at least 1 dimension and a last axis of at least 1, got shape {x.shape}")
     return x.reshape(-1, x.shape[-1])
 
 
@@ -520,6 +520,12 @@ def moe_experts(x, topk_idx, topk_weight, w_gate: QTensor, w_up: QTensor, w_down
         raise TypeError(f"`topk_idx` must be an integer array, got {idx.dtype}")
     if idx.size and (idx.min() < 0 or idx.max() >= E):
         raise ValueError(f"`topk_idx` must be in [0, {E}), got values in [{idx.min()}, {idx.max()}]")
+    if wts.dtype.kind not in "fiu" or wts.dtype == np.bool_:
+        raise TypeError(f"`topk_weight` must be a float array, got {wts.dtype}")
+    finite = np.isfinite(wts)
+    if not finite.all():   # (the C calls check too; the per-expert loop below would spread it into y)
+        i = int(np.flatnonzero(~finite.reshape(-1))[0])
+        raise ValueError(f"`topk_weight` contains {'NaN' if np.isnan(wts.reshape(-1)[i]) else 'inf'} at flat index {i}")
     ws = (w_gate, w_up, w_down)
     compute, kernel = kw.get("compute", "auto"), kw.get("kernel", "auto")
     if (all(isinstance(w, QTensor) for w in ws) and len({w.fmt for w in ws}) == 1 and compute in ("auto", "q8")
