@@ -1020,6 +1020,9 @@ def cmd_plot(args) -> int:
     if not paths:
         raise UserError(f"{args.file}: nothing to draw (no tg, pp, mem or serve records)")
     plots.remove_stale_charts(out, paths)  # the folder holds only the current charts
+    if any(r.get("test") == "tg" for r in recs) and not any(p.endswith("generation_vs_context.png") for p in paths):
+        print(f"note: {args.file}: no generation_vs_context chart: no one-stream decode point above depth 0 (tg<n> from an "
+              "empty cache has no place on a log context axis); `glmbench compare FILE` lists them", file=sys.stderr)
     for p in paths:
         print(p)
     return 0

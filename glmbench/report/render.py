@@ -122,10 +122,10 @@ def _generation(pred, study: Study, ceils=None) -> list:
                 r = byd.get(d)
                 mark = "" if fits.get((s, d)) is not False else " (spills)"
                 cells.append(_num(r["avg_ts"]) + mark if r else "–")
-            rows.append([r0["model"], _rig(r0)] + cells)
+            rows.append([r0["model"], _rig(r0)] + cells + _band_cells(tg, byd.values()))
         L += ["Decode tokens/s, one stream (`tg` at depth; *spills*: the weights and cache do not fit "
               "on the card(s), so the figure is what the speed would be if they did):", "",
-              _md_table(rows, ["model", "rig"] + [f"@{_tok(d)}" for d in show]), ""]
+              _md_table(rows, ["model", "rig"] + [f"@{_tok(d)}" for d in show] + _band_head(tg)), ""]
         said = set()
         for c in ceils or ():
             k = c.get("chunk_decode")
@@ -153,9 +153,10 @@ def _prefill(pred, study: Study) -> list:
             byp = {r["n_prompt"]: r for r in pp if r["setup"] == s}
             r0 = next(iter(byp.values()))
             rows.append([r0["model"], _rig(r0)] + [
-                f"{_num(byp[p]['avg_ts'], 0)} tok/s, {_secs(byp[p]['seconds'])}" if p in byp else "–" for p in show])
+                f"{_num(byp[p]['avg_ts'], 0)} tok/s, {_secs(byp[p]['seconds'])}" if p in byp else "–" for p in show]
+                + _band_cells(pp, byp.values()))
         L += ["Prefill speed and time to first token for a prompt of each length from an empty cache:", "",
-              _md_table(rows, ["model", "rig"] + [f"{_tok(p)} prompt" for p in show]), ""]
+              _md_table(rows, ["model", "rig"] + [f"{_tok(p)} prompt" for p in show] + _band_head(pp)), ""]
     return L
 
 
@@ -173,10 +174,11 @@ def _prefill_at(pred, study: Study, charts) -> list:
             byd = {r["n_depth"]: r for r in pp_at if r["setup"] == s}
             r0 = next(iter(byd.values()))
             rows.append([r0["model"], _rig(r0)] + [
-                f"{_num(byd[d]['avg_ts'], 0)} tok/s, {_secs(byd[d]['seconds'])}" if d in byd else "–" for d in show])
+                f"{_num(byd[d]['avg_ts'], 0)} tok/s, {_secs(byd[d]['seconds'])}" if d in byd else "–" for d in show]
+                + _band_cells(pp_at, byd.values()))
         L += [f"Prefill speed and time of a {study.n_prompt}-token chunk with d tokens already in the cache "
               f"(sweep-bench's S_PP at N_KV, llama-bench's pp{study.n_prompt} @ d):", "",
-              _md_table(rows, ["model", "rig"] + [f"@{_tok(d)}" for d in show]), ""]
+              _md_table(rows, ["model", "rig"] + [f"@{_tok(d)}" for d in show] + _band_head(pp_at)), ""]
     return L
 
 
@@ -252,11 +254,12 @@ def _one_vs_two(pred, study: Study) -> list:
                 f_hi = fits.get((t[hi]["setup"], hi)) if hi in t else None
                 rows.append([name, n, _num(t[lo]["avg_ts"]) if lo in t else "–",
                              (_num(t[hi]["avg_ts"]) + (" (spills)" if f_hi is False else "")) if hi in t else "–",
-                             f"{_num(best['aggregate_tok_s'], 0)} at {best['concurrency']} streams" if best else "–"])
+                             f"{_num(best['aggregate_tok_s'], 0)} at {best['concurrency']} streams" if best else "–"]
+                            + _band_cells(tg + serve, list(t.values()) + sv))
         L += [f"Decode tokens/s for one stream at {_tok(lo)} and {_tok(hi)}, and the best batched throughput "
               f"at {_tok(study.serve_context)} context per stream:", "",
               _md_table(rows, ["model", "cards", f"single stream @{_tok(lo)}", f"single stream @{_tok(hi)}",
-                               "batched (all streams)"]), ""]
+                               "batched (all streams)"] + _band_head(tg + serve)), ""]
     return L
 
 
@@ -275,11 +278,12 @@ def _throughput(pred, study: Study) -> list:
             rows.append([pts[0]["model"], _rig(pts[0]),
                          f"{_num(best['aggregate_tok_s'], 0)} at {best['concurrency']}" if best else "–",
                          f"{_num(best['per_stream_tok_s'], 1)}" if best and best.get("per_stream_tok_s") else "–",
-                         str(full[0]["concurrency"]) if full else f"all up to {pts[-1]['concurrency']} fit"])
+                         str(full[0]["concurrency"]) if full else f"all up to {pts[-1]['concurrency']} fit"]
+                        + _band_cells(serve, pts))
         L += [f"Aggregate decode throughput with every stream at {_tok(study.serve_context)} of context "
               "(prefill of arriving requests not included):", "",
               _md_table(rows, ["model", "rig", "best tok/s (at streams)", "per stream there (tok/s)",
-                               "first concurrency that does not fit"]), ""]
+                               "first concurrency that does not fit"] + _band_head(serve)), ""]
     return L
 
 
@@ -494,6 +498,20 @@ def _rig(r) -> str:
     return rig_label(r)
 
 
+def _band_head(table) -> list:
+    """The band column's header, where the table's records carry a calibrated band (cv_error: a
+    runtime model or calibrated profile's cross-validated error), else no column."""
+    return ["band (cross-validated)"] if any(r.get("cv_error") is not None for r in table) else []
+
+
+def _band_cells(table, recs) -> list:
+    """One row's band cell (see _band_head): ±x% of its records' cv_error, '–' where they have none."""
+    if not _band_head(table):
+        return []
+    vals = sorted({round(100 * float(r["cv_error"])) for r in recs if r.get("cv_error") is not None})
+    return ["–" if not vals else " / ".join(f"±{v}%" for v in vals)]
+
+
 def _md_table(rows: list[list], header: list[str]) -> str:
     lines = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
     lines += ["| " + " | ".join(str(c) for c in row) + " |" for row in rows]
@@ -577,7 +595,10 @@ def _measured_vs_predicted(records) -> list[list]:
     def where(m):
         # the measured rig as the predicted one is named: 2 cards are not 1 (the rows pair by point, any rig)
         n = m.get("n_cards") or 1
-        return (f"{n}× {m['device']}" if int(n) > 1 else m["device"]) if m.get("device") else (m.get("tool") or "?")
+        if m.get("device"):
+            return f"{n}× {m['device']}" if int(n) > 1 else m["device"]
+        # the file names no card: said, with the tool that wrote it (a tool is not a machine)
+        return "card not stated" + (f" ({m['tool']})" if m.get("tool") else "")
 
     return [[m["model"], test_label(m), where(m), _num(m["avg_ts"], 2) + star(m), _rig(p),
              _num(p["avg_ts"], 2), f"{p['avg_ts'] / m['avg_ts']:.2f}", stable(m)]
