@@ -307,7 +307,10 @@ def _numeric(s: str) -> bool:
     return bool(re.fullmatch(r"[-+]?[\d,]*\.?\d+(e[-+]?\d+)?%?x?", s))
 
 
-_SHOW = ("evidence", "test", "model", "device", "n_cards", "weights", "type_k", "runtime", "n_prompt",
+# the rig's split and link and llama.cpp's offload settings where a record has them: a 2-card or
+# offloaded figure without them does not say what it is for
+_SHOW = ("evidence", "test", "model", "device", "n_cards", "split", "link_gbps", "weights", "type_k", "runtime",
+         "n_gpu_layers", "n_cpu_moe", "override_tensor", "host", "n_prompt",
          "n_depth", "concurrency", "avg_ts", "band", "stddev_ts", "ttft_s", "mem_bytes", "fits", "beyond_native",
          "aggregate_tok_s")
 
@@ -322,7 +325,9 @@ def _band(r: dict) -> str:
 def _table_columns(rows):
     keys = set().union(*rows)
     cols = [c for c in _SHOW if (c == "band" and any(_band(r) for r in rows))
-            or (c in keys and any(r.get(c) not in (None, "") for r in rows))]
+            or (c == "split" and any((r.get("n_cards") or 1) > 1 and r.get("split") not in (None, "", "none")
+                                     for r in rows))
+            or (c not in ("band", "split") and c in keys and any(r.get(c) not in (None, "") for r in rows))]
     return cols or rec.columns(rows)
 
 
