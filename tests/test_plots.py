@@ -309,3 +309,23 @@ def test_does_not_fit_crosses_of_two_models_at_one_concurrency_both_show():
     assert len(crosses) == 2
     pos = [tuple(l.get_transform().transform((l.get_xdata()[0], l.get_ydata()[0]))) for l in crosses]
     assert pos[0][0] == pytest.approx(pos[1][0]) and abs(pos[0][1] - pos[1][1]) > 5   # same x, apart in y
+
+
+def test_crossover_labels_stay_clear_of_the_legend_and_each_other():
+    # a and b cross at 50K on one card and on two (the same overtaking): one line and one label naming both
+    # rigs; the legend, over the top of the axes where the labels go, hid them, and a label per rig piled up
+    two = [dict(r, n_cards=2, split="layer", link_gbps=1.4, avg_ts=r["avg_ts"] * 0.99) for r in tg_records()]
+    fig = plots.generation_vs_context(tg_records() + two)
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    rend = FigureCanvasAgg(fig).get_renderer()
+    fig.draw(rend)
+    ax = fig.axes[0]
+    vlines = [l for l in ax.lines if len(set(l.get_xdata())) == 1 and len(l.get_xdata()) == 2]
+    assert len(vlines) == 1
+    labels = [t for t in ax.texts if t.get_text().startswith("crossover")]
+    assert len(labels) == 1
+    assert "on 1× RTX 3090 and 2× RTX 3090 (layer split, 1.4 GB/s):" in labels[0].get_text()
+    legend = ax.get_legend().get_window_extent(rend)
+    assert not labels[0].get_window_extent(rend).overlaps(legend)
+    assert legend.x0 >= ax.get_window_extent(rend).x1            # beside the axes
+    assert fig.get_window_extent(rend).contains(legend.x1 - 1, legend.y0 + 1)   # and not cut off

@@ -344,19 +344,30 @@ def generation_vs_context(records: Sequence[dict], *, title: str | None = None) 
         # a log context axis has no place for an empty cache: a chart of nothing would be an empty frame
         raise ValueError(f"no decode (test='tg') records at a depth above 0 to plot: the {len(recs)} at depth 0 "
                          "have no place on a log context axis (they are in the records)")
+    # the same overtaking at nearly the same depth (within 10%) on several rigs (one card and two, whose
+    # decode differs little) is one line and one label naming the rigs: a label each piled them up
+    cxs: list = []
+    for c in crossovers(recs):
+        same = next((m for m in cxs if (m["faster_before"], m["faster_after"]) == (c["faster_before"], c["faster_after"])
+                     and abs(math.log(m["x"] / c["x"])) < math.log(1.1)), None)
+        if same is not None:
+            same["rigs"].append(c["rig"])
+        else:
+            cxs.append(dict(c, rigs=[c["rig"]]))
     styler = _Styler(recs)
-    fig, (ax,) = _new_figure()
+    # crossover labels take the top of the axes: the legend goes beside the axes, on a wider figure
+    fig, (ax,) = _new_figure(width=12.5 if cxs else 8.0)
     for key, s in _series(drawn, "n_depth").items():
         _plot_series(ax, styler, s, "n_depth", "avg_ts", label=f"{s[0]['model']} · {rig_label(s[0])}")
     _mark_spill(ax, drawn, "n_depth", "avg_ts")
     positive = [float(r["n_depth"]) for r in recs if r["n_depth"]]
     xlo, xhi = (math.log(min(positive)), math.log(max(positive))) if positive else (0.0, 1.0)
-    for i, c in enumerate(crossovers(recs)):
+    for i, c in enumerate(cxs):
         ax.axvline(c["x"], color="0.35", lw=1, ls=(0, (4, 3)), zorder=1)
         # the label goes on whichever side of the line has more room, so it stays inside the axes
         right = (math.log(c["x"]) - xlo) / max(xhi - xlo, 1e-9) > 0.5
         # one label per crossover, stacked so that rigs crossing at nearly the same depth stay legible
-        ax.annotate(f"crossover ≈ {approx_tokens(c['x'])} on {c['rig']}:\n"
+        ax.annotate(f"crossover ≈ {approx_tokens(c['x'])} on {' and '.join(c['rigs'])}:\n"
                     f"{c['faster_after']} overtakes {c['faster_before']}",
                     xy=(c["x"], 0.98), xycoords=("data", "axes fraction"), va="top",
                     ha="right" if right else "left", fontsize=7.5,
@@ -366,7 +377,10 @@ def generation_vs_context(records: Sequence[dict], *, title: str | None = None) 
     ax.set_ylabel("generation speed (tokens/s, one stream)")
     _from_zero(ax)
     ax.set_title(title or "Generation speed vs context")
-    _finish_legend(ax, loc="best")
+    if cxs:
+        _finish_legend(ax, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0)
+    else:
+        _finish_legend(ax, loc="best")
     # a log axis has no place for an empty cache: say so rather than drop the points silently
     zero = sum(1 for r in recs if not r["n_depth"])
     _footer(fig, recs, f"{zero} point(s) at depth 0 are not drawn (log axis); they are in the records" if zero else "")
