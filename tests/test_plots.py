@@ -329,3 +329,17 @@ def test_crossover_labels_stay_clear_of_the_legend_and_each_other():
     assert not labels[0].get_window_extent(rend).overlaps(legend)
     assert legend.x0 >= ax.get_window_extent(rend).x1            # beside the axes
     assert fig.get_window_extent(rend).contains(legend.x1 - 1, legend.y0 + 1)   # and not cut off
+
+
+def test_one_vs_two_bar_labels_stay_clear_of_the_legend():
+    # the rightmost model the fastest, with a wide band: its labels, above the error bars, ran under the legend
+    recs = _calibrated_serve() + [dict(r, model="b", avg_ts=r["avg_ts"] * 1.6, avg_ts_lo=r["avg_ts_lo"] * 1.6,
+                                       avg_ts_hi=r["avg_ts_hi"] * 1.6) for r in _calibrated_serve() if r["test"] == "tg"]
+    fig = plots.one_vs_two_cards(recs)
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    rend = FigureCanvasAgg(fig).get_renderer()
+    fig.draw(rend)
+    ax = fig.axes[0]
+    box = ax.get_legend().get_window_extent(rend)
+    assert len(ax.texts) == 4
+    assert not any(t.get_window_extent(rend).overlaps(box) for t in ax.texts)

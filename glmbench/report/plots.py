@@ -641,7 +641,22 @@ def one_vs_two_cards(records: Sequence[dict], *, short_depth: int | None = None,
     fig.suptitle(title or ("One card vs two" if cards == [1, 2] else
                            "Cards: " + " vs ".join(str(n) for n in cards)))
     _footer(fig, tg + serve)
+    if handles:
+        _lift_under_legend(fig, axes[0])
     return fig
+
+
+def _lift_under_legend(fig: Figure, ax) -> None:
+    """Raise the axes' top until no bar label runs under its legend (a label above a tall bar's error
+    bar, in the legend's corner, was hidden by it)."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    rend = FigureCanvasAgg(fig).get_renderer()
+    for _ in range(8):
+        fig.draw(rend)
+        box = ax.get_legend().get_window_extent(rend)
+        if not any(t.get_window_extent(rend).overlaps(box) for t in ax.texts):
+            return
+        ax.set_ylim(top=ax.get_ylim()[1] * 1.15)
 
 
 # ---- everything at once -------------------------------------------------------------------------
