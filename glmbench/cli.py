@@ -293,7 +293,7 @@ def format_table(rows: list[dict], columns: list[str] | None = None) -> str:
     if not rows:
         return "(no records)"
     cols = columns or _table_columns(rows)
-    cells = [[_band(r) if c == "band" else _fmt(r.get(c)) for c in cols] for r in rows]
+    cells = [[_band(r) if c == "band" and "cv_error" in r else _fmt(r.get(c)) for c in cols] for r in rows]
     widths = [max(len(c), *(len(row[i]) for row in cells)) for i, c in enumerate(cols)]
 
     def line(vals):
@@ -992,7 +992,9 @@ def cmd_compare(args) -> int:
         for k, vals in header.items():
             print(f"  {k}: " + "  ".join(f"{L}={_fmt(v)}" for L, v in zip(letters, vals)))
         ratios = [f"{L}/A" for L in letters[1:]]
-        shown = [dict(r, **{q: ("–" if r[q] is None else f"{r[q]:.3f}") for q in ratios}) for r in rows]
+        bands = [q for q in rows[0] if q.endswith(" band")]
+        shown = [dict(r, **{q: ("–" if r[q] is None else f"{r[q]:.3f}") for q in ratios},
+                      **{q: ("–" if r[q] is None else f"±{100 * r[q]:.0f}%") for q in bands}) for r in rows]
         print(format_table(shown, list(rows[0])))
         if paired:
             print(paired)
@@ -1013,7 +1015,9 @@ def _show_one(path, recs, args) -> int:
         print(f"{path}: {len(rows)} point{'s' if len(rows) > 1 else ''}")
         for line in how:
             print(f"  {line}")
-        print(format_table(rows, list(rows[0])))
+        shown = [dict(r, band="–" if r["band"] is None else f"±{100 * r['band']:.0f}%") if "band" in r else r
+                 for r in rows]
+        print(format_table(shown, list(rows[0])))
     return 0
 
 

@@ -232,3 +232,26 @@ def test_plot_of_decode_from_an_empty_cache_only_says_why_there_is_no_generation
     assert rc == 0
     assert [os.path.basename(p) for p in out.split()] == ["prefill_vs_prompt.png"]
     assert "no generation_vs_context chart" in err and "depth 0" in err
+
+
+def test_compare_shows_a_calibrated_files_band_and_what_it_priced(capsys, tmp_path):
+    # a calibrated prediction beside a measurement: its values were printed bare (no ±band), and `compare FILE`
+    # of a prediction file named no runtime or cache format
+    f = tmp_path / "pred.json"
+    rc, _, _ = run(capsys, "sweep", "-q", "--model", "glm-4.7-flash", "--cards", "1", "--depths", "0,8K", "--tests", "tg",
+                   "--runtime", "llama.cpp", "--n-gen", "128", "--out", str(f))
+    assert rc == 0
+    band = records.read_records(f)[0]["cv_error"]
+    rc, out, _ = run(capsys, "compare", str(f), str(f))
+    assert rc == 0
+    head = [c.strip() for c in next(l for l in out.splitlines() if l.startswith("| model")).strip("|").split("|")]
+    assert head[:7] == ["model", "test", "unit", "A", "A band", "B", "B band"]
+    row = [c.strip() for c in next(l for l in out.splitlines() if l.startswith("| glm-4.7-flash")).strip("|").split("|")]
+    assert row[4] == row[6] == f"±{100 * band:.0f}%"
+    rc, out, _ = run(capsys, "compare", str(f), "--json")
+    rows = json.loads(out)["rows"]
+    assert [r["band"] for r in rows] == [pytest.approx(band)] * 2
+    rc, out, _ = run(capsys, "compare", str(f))
+    assert "  runtime: llama.cpp (as the file says)" in out and "  type_k: f16 (as the file says)" in out
+    assert "split:" not in out                         # one card: no split to say
+    assert f"| ±{100 * band:.0f}% |" in out
