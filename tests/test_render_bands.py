@@ -38,3 +38,14 @@ def test_predicted_tables_have_no_band_column():
     recs, st = _recs(None), Study()
     for section in (render._generation(recs, st), render._prefill(recs, st), render._throughput(recs, st)):
         assert "band" not in "\n".join(section)
+
+
+def test_measured_vs_predicted_shows_a_calibrated_predictions_band():
+    pred = dict(evidence="calibrated", model="glm-4.7-flash", device="RTX 3090", n_cards=1, split="none", test="tg",
+                n_depth=4096, n_prompt=0, n_gen=1, avg_ts=110.0, cv_error=0.21, avg_ts_lo=86.9, avg_ts_hi=133.1)
+    meas = dict(evidence="measured", model="glm-4.7-flash", device="RTX 3090", n_cards=1, test="tg", n_depth=4096,
+                n_prompt=0, n_gen=128, avg_ts=100.0)
+    text = "\n".join(render._measured([pred, meas]))
+    assert "| 1× RTX 3090 | 110.00 ±21% | 1.10 |" in text
+    plain = {k: v for k, v in pred.items() if k not in ("cv_error", "avg_ts_lo", "avg_ts_hi")}
+    assert "| 1× RTX 3090 | 110.00 | 1.10 |" in "\n".join(render._measured([dict(plain, evidence="predicted"), meas]))

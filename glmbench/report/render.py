@@ -610,8 +610,12 @@ def _measured_vs_predicted(records) -> list[list]:
         # the file names no card: said, with the tool that wrote it (a tool is not a machine)
         return "card not stated" + (f" ({m['tool']})" if m.get("tool") else "")
 
+    def band(p):
+        # a calibrated prediction's cross-validated band beside it
+        return "" if p.get("cv_error") is None else f" ±{100 * float(p['cv_error']):.0f}%"
+
     return [[m["model"], test_label(m), where(m), _num(m["avg_ts"], 2) + star(m), _rig(p),
-             _num(p["avg_ts"], 2), f"{p['avg_ts'] / m['avg_ts']:.2f}", stable(m)]
+             _num(p["avg_ts"], 2) + band(p), f"{p['avg_ts'] / m['avg_ts']:.2f}", stable(m)]
             for m, p in measured_predicted_pairs(records)]
 
 
