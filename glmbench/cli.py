@@ -293,7 +293,7 @@ def format_table(rows: list[dict], columns: list[str] | None = None) -> str:
     if not rows:
         return "(no records)"
     cols = columns or _table_columns(rows)
-    cells = [[_band(r) if c == "band" else _fmt(r.get(c)) for c in cols] for r in rows]
+    cells = [[_band(r) if c == "band" and "cv_error" in r else _fmt(r.get(c)) for c in cols] for r in rows]
     widths = [max(len(c), *(len(row[i]) for row in cells)) for i, c in enumerate(cols)]
 
     def line(vals):
@@ -307,7 +307,10 @@ def _numeric(s: str) -> bool:
     return bool(re.fullmatch(r"[-+]?[\d,]*\.?\d+(e[-+]?\d+)?%?x?", s))
 
 
-_SHOW = ("evidence", "test", "model", "device", "n_cards", "weights", "type_k", "runtime", "n_prompt",
+# the rig's split and link and llama.cpp's offload settings where a record has them: a 2-card or
+# offloaded figure without them does not say what it is for
+_SHOW = ("evidence", "test", "model", "device", "n_cards", "split", "link_gbps", "weights", "type_k", "runtime",
+         "n_gpu_layers", "n_cpu_moe", "override_tensor", "host", "n_prompt",
          "n_depth", "concurrency", "avg_ts", "band", "stddev_ts", "ttft_s", "mem_bytes", "fits", "beyond_native",
          "aggregate_tok_s")
 
@@ -322,7 +325,9 @@ def _band(r: dict) -> str:
 def _table_columns(rows):
     keys = set().union(*rows)
     cols = [c for c in _SHOW if (c == "band" and any(_band(r) for r in rows))
-            or (c in keys and any(r.get(c) not in (None, "") for r in rows))]
+            or (c == "split" and any((r.get("n_cards") or 1) > 1 and r.get("split") not in (None, "", "none")
+                                     for r in rows))
+            or (c not in ("band", "split") and c in keys and any(r.get(c) not in (None, "") for r in rows))]
     return cols or rec.columns(rows)
 
 
@@ -989,7 +994,9 @@ def cmd_compare(args) -> int:
         for k, vals in header.items():
             print(f"  {k}: " + "  ".join(f"{L}={_fmt(v)}" for L, v in zip(letters, vals)))
         ratios = [f"{L}/A" for L in letters[1:]]
-        shown = [dict(r, **{q: ("–" if r[q] is None else f"{r[q]:.3f}") for q in ratios}) for r in rows]
+        bands = [q for q in rows[0] if q.endswith(" band")]
+        shown = [dict(r, **{q: ("–" if r[q] is None else f"{r[q]:.3f}") for q in ratios},
+                      **{q: ("–" if r[q] is None else f"±{100 * r[q]:.0f}%") for q in bands}) for r in rows]
         print(format_table(shown, list(rows[0])))
         if paired:
             print(paired)
@@ -1010,7 +1017,9 @@ def _show_one(path, recs, args) -> int:
         print(f"{path}: {len(rows)} point{'s' if len(rows) > 1 else ''}")
         for line in how:
             print(f"  {line}")
-        print(format_table(rows, list(rows[0])))
+        shown = [dict(r, band="–" if r["band"] is None else f"±{100 * r['band']:.0f}%") if "band" in r else r
+                 for r in rows]
+        print(format_table(shown, list(rows[0])))
     return 0
 
 
@@ -1022,6 +1031,9 @@ def cmd_plot(args) -> int:
     if not paths:
         raise UserError(f"{args.file}: nothing to draw (no tg, pp, mem or serve records)")
     plots.remove_stale_charts(out, paths)  # the folder holds only the current charts
+    if any(r.get("test") == "tg" for r in recs) and not any(p.endswith("generation_vs_context.png") for p in paths):
+        print(f"note: {args.file}: no generation_vs_context chart: no one-stream decode point above depth 0 (tg<n> from an "
+              "empty cache has no place on a log context axis); `glmbench compare FILE` lists them", file=sys.stderr)
     for p in paths:
         print(p)
     return 0

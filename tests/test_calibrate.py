@@ -338,3 +338,18 @@ def test_a_fit_trial_reuses_op_lists_only_where_they_are_the_same():
     ub = dataclasses.replace(base, n_ubatch=2048)
     cm.same_ops_as(ub, base, {"n_ubatch"})
     assert id(ub) not in cm._SAME_OPS
+
+
+def test_the_table_says_what_the_points_ran_on(tmp_path):
+    # the rows name model and test only ("glm-4.7-flash pp512 @ d0"): the card, split and formats of the
+    # measurements were nowhere in the printout
+    path = str(tmp_path / "m.json")
+    recs = _grid(path)
+    for r in recs:
+        r.update(n_cards=2, split="layer", link_gbps=1.4, avg_ts=100.0 if r["test"] == "tg" else 1000.0)
+    rec.write_records(path, recs)
+    fit = cal.calibrate(cal.load_points([path]), loo=False)
+    lines = fit.table().splitlines()
+    assert lines[0] == "measured on: glm-4.7-flash, 2 x RTX 3090 @ 1.4 GB/s, layer split, q4_K/f16, MLA flash"
+    assert lines[1].strip() == "qwen3-32b, 2 x RTX 3090 @ 1.4 GB/s, layer split, q4_K/f16"
+    assert lines[2].startswith("point ")

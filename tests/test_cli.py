@@ -546,3 +546,20 @@ def test_an_overflow_is_one_line_not_a_traceback(capsys, monkeypatch, tmp_path):
     (tmp_path / "r.json").write_text(p)
     line = one_line_error(*run(capsys, "plot", str(tmp_path / "r.json"), "--out", str(tmp_path / "charts"))[::2])
     assert line == "error: glmbench plot: cannot convert float infinity to integer"
+
+
+def test_sweep_table_says_the_split_link_and_offload_of_each_row(capsys):
+    # the table showed n_cards 2 without its split or link, and an --n-cpu-moe figure without the offload:
+    # a number without the strategy it is for
+    rc, out, _ = run(capsys, "sweep", "-q", "--model", "glm-4.7-flash", "--cards", "1,2", "--depths", "8K", "--tests", "tg")
+    assert rc == 0
+    head, _, one, two = out.strip().splitlines()
+    cols = [c.strip() for c in head.strip("|").split("|")]
+    assert "split" in cols and "link_gbps" in cols
+    row = dict(zip(cols, (c.strip() for c in two.strip("|").split("|"))))
+    assert row["n_cards"] == "2" and row["split"] == "layer" and row["link_gbps"] == "1.40"
+    rc, out, _ = run(capsys, "sweep", "-q", "--model", "glm-4.7-flash", "--cards", "1", "--depths", "8K", "--tests", "tg",
+                     "--n-cpu-moe", "20", "--weights", "Q8_0")
+    head, _, one = out.strip().splitlines()
+    row = dict(zip((c.strip() for c in head.strip("|").split("|")), (c.strip() for c in one.strip("|").split("|"))))
+    assert row["n_cpu_moe"] == "20" and row["host"] == "desktop-ddr5" and "split" not in row

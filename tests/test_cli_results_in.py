@@ -118,8 +118,9 @@ def test_plot_and_report_take_sweep_bench(capsys, tmp_path):
     assert "## Measured vs predicted" in md
     # each sweep-bench row at a depth the study predicts is one line: tg128 and pp512 at that depth
     for d in (2048, 4096, 8192, 16384):
-        assert f"| qwen3-32b | tg128@d{d} | llama-sweep-bench (ik_llama.cpp) |" in md
-        assert f"| qwen3-32b | pp512@d{d} | llama-sweep-bench (ik_llama.cpp) |" in md
+        # the file names no card: said in words, with the tool that wrote it (a tool is not a machine)
+        assert f"| qwen3-32b | tg128@d{d} | card not stated (llama-sweep-bench (ik_llama.cpp)) |" in md
+        assert f"| qwen3-32b | pp512@d{d} | card not stated (llama-sweep-bench (ik_llama.cpp)) |" in md
     recs = records.read_records(rep / "records.json")
     assert sum(r["evidence"] == "measured" for r in recs) == 18
 
@@ -218,3 +219,39 @@ def test_calibrate_with_hardware_drops_the_card_notice(capsys, tmp_path):
                        "--out", str(tmp_path / "b.json"))
     assert rc == 0 and "calibrate needs --hardware" not in err
     assert "glm-4.7-flash pp512 @ d0" in out and json.load(open(tmp_path / "b.json"))
+
+
+def test_plot_of_decode_from_an_empty_cache_only_says_why_there_is_no_generation_chart(capsys, tmp_path):
+    # llama-bench's -n 128,512 without -d: every tg is at depth 0; the chart was an empty frame (0..1 axes)
+    f = tmp_path / "r.json"
+    recs = [dict(evidence="measured", test=t, model="llama-3-70b", device="RTX 3090", n_cards=2, weights="Q4_K_M",
+                 n_depth=0, n_prompt=n if t == "pp" else 0, n_gen=n if t == "tg" else 0, avg_ts=v)
+            for t, v in (("pp", 350.0), ("tg", 16.0)) for n in (512, 1024)]
+    f.write_text(json.dumps(recs))
+    rc, out, err = run(capsys, "plot", str(f), "--out", str(tmp_path / "c"))
+    assert rc == 0
+    assert [os.path.basename(p) for p in out.split()] == ["prefill_vs_prompt.png"]
+    assert "no generation_vs_context chart" in err and "depth 0" in err
+
+
+def test_compare_shows_a_calibrated_files_band_and_what_it_priced(capsys, tmp_path):
+    # a calibrated prediction beside a measurement: its values were printed bare (no ±band), and `compare FILE`
+    # of a prediction file named no runtime or cache format
+    f = tmp_path / "pred.json"
+    rc, _, _ = run(capsys, "sweep", "-q", "--model", "glm-4.7-flash", "--cards", "1", "--depths", "0,8K", "--tests", "tg",
+                   "--runtime", "llama.cpp", "--n-gen", "128", "--out", str(f))
+    assert rc == 0
+    band = records.read_records(f)[0]["cv_error"]
+    rc, out, _ = run(capsys, "compare", str(f), str(f))
+    assert rc == 0
+    head = [c.strip() for c in next(l for l in out.splitlines() if l.startswith("| model")).strip("|").split("|")]
+    assert head[:7] == ["model", "test", "unit", "A", "A band", "B", "B band"]
+    row = [c.strip() for c in next(l for l in out.splitlines() if l.startswith("| glm-4.7-flash")).strip("|").split("|")]
+    assert row[4] == row[6] == f"±{100 * band:.0f}%"
+    rc, out, _ = run(capsys, "compare", str(f), "--json")
+    rows = json.loads(out)["rows"]
+    assert [r["band"] for r in rows] == [pytest.approx(band)] * 2
+    rc, out, _ = run(capsys, "compare", str(f))
+    assert "  runtime: llama.cpp (as the file says)" in out and "  type_k: f16 (as the file says)" in out
+    assert "split:" not in out                         # one card: no split to say
+    assert f"| ±{100 * band:.0f}% |" in out

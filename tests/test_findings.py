@@ -263,3 +263,10 @@ def test_the_summary_calls_only_the_studys_link_the_studys():
     assert "over the study's 1.4 GB/s link" in own["summary"][1]
     other = fd.findings(report.Study(depths=(1024, 8192, 65536), link_gbps=25.0), dense=["qwen3-32b"])
     assert "over a 25 GB/s link" in other["summary"][1] and "study's 25" not in other["summary"][1]
+
+
+def test_the_summary_says_whose_context_it_quotes():
+    # "one 24 GiB RTX 4090 holds 16K tokens of its context" named neither the runtime (SGLang's static pool
+    # holds far less than the memory table's 152K beside it) nor the formats the figure is for
+    f = fd.findings(report.Study(depths=(1024, 8192, 65536)), dense=["qwen3-32b"], runtimes=["typical"])
+    assert "; with `typical` at q4_K weights and a f16 cache, one 24 GiB RTX 3090 holds " in f["summary"][1]

@@ -206,3 +206,140 @@ def test_real_sweep_draws():
         assert "evidence: predicted" in texts(fig)
     records.validate(recs[0])
     assert not math.isnan(recs[0]["avg_ts"])
+
+
+def _crossover_rows():
+    rows = []
+    for n, rig, split in ((1, "RTX 3090", "none"), (2, "2 x RTX 3090 @ 1.4 GB/s", "layer")):
+        for rt, ev in (("typical", "predicted"), ("llama.cpp", "calibrated")):
+            for e in (0.1, 0.5):
+                rows.append(dict(mla_model="glm-4.7-flash", dense_model="qwen3-32b", n_cards=n, rig=rig, split=split,
+                                 runtime=rt, evidence=ev, mla_strategy="flash", mla_attention_efficiency=e,
+                                 own=e == 0.5, own_fitted=ev == "calibrated", knob="x", crossover_depth=8192.0 / e,
+                                 max_depth=131072, weights="q4_K", kv="f16"))
+    return rows
+
+
+def test_crossover_chart_names_evidence_hardware_and_formats():
+    # the MLA crossover chart had no footer: nothing on it said the curves are predictions (or calibrated
+    # ones) for an RTX 3090, at q4_K / f16
+    fig = plots.mla_crossover(_crossover_rows())
+    t = texts(fig) + "\n" + fig._suptitle.get_text()
+    for s in ("evidence: predicted + calibrated", "hardware: RTX 3090; 2 x RTX 3090 @ 1.4 GB/s (layer split)",
+              "weights: q4_K", "KV: f16", "runtime: each panel's title"):
+        assert s in t, s
+    titles = [ax.get_title() for ax in fig.axes]
+    assert "typical (predicted), 1 card\nswept: x" in titles and "llama.cpp (calibrated), 2 cards\nswept: x" in titles
+    one = plots.mla_crossover([r for r in _crossover_rows() if r["runtime"] == "typical"], title="T")
+    assert one._suptitle.get_text().startswith("T\nevidence: predicted  |") and "runtime: typical" in one._suptitle.get_text()
+
+
+def test_decode_only_at_depth_0_draws_no_empty_chart():
+    # llama-bench's tg128 / tg512 from an empty cache: a log context axis has no place for them, and the
+    # chart was an empty frame with a 0..1 x axis
+    recs = [dict(BASE, evidence="measured", test="tg", model="a", n_depth=0, n_gen=n, avg_ts=30.0) for n in (128, 512)]
+    with pytest.raises(ValueError, match="no decode .* at a depth above 0"):
+        plots.generation_vs_context(recs)
+    assert plots.all_charts(recs) == {}
+
+
+def test_flat_points_are_not_cut_by_the_frame():
+    # two measured points at ~36 tok/s: autoscaling padded their own 1 tok/s range, the top marker sat on the frame
+    recs = [dict(BASE, evidence="measured", test="tg", model="a", n_depth=d, avg_ts=v) for d, v in ((128, 36.3), (512, 35.3))]
+    ax = plots.generation_vs_context(recs).axes[0]
+    assert ax.get_ylim()[0] == 0 and ax.get_ylim()[1] >= 36.3 * 1.05
+
+
+def test_footer_names_what_a_result_file_left_out():
+    # a file naming no card, weights or cache type: said as 'not stated' (was '1× ?', and 'weights: q4_K' for a
+    # chart with such points beside predictions), and the tool that wrote it named as its runtime
+    meas = [dict(evidence="measured", test="tg", model="a", n_depth=d, avg_ts=30.0, tool="llama-sweep-bench (ik_llama.cpp)")
+            for d in (2048, 4096)]
+    t = texts(plots.generation_vs_context(tg_records() + meas))
+    assert "hardware: 1× RTX 3090; card not stated" in t
+    assert "weights: q4_K, not stated" in t and "KV: f16, not stated" in t
+    assert "runtime: llama-sweep-bench (ik_llama.cpp), typical" in t
+    labels = plots.generation_vs_context(meas).axes[0].get_legend_handles_labels()[1]
+    assert labels == ["a · card not stated (measured)"]
+
+
+def _calibrated_serve():
+    recs = []
+    for n in (1, 2):
+        rig = dict(BASE, evidence="calibrated", runtime="llama.cpp", n_cards=n, split="none" if n == 1 else "layer",
+                   link_gbps=None if n == 1 else 1.4, cv_error=0.2)
+        for d in (1024, 131072):
+            recs.append(dict(rig, test="tg", model="a", n_depth=d, avg_ts=100.0, avg_ts_lo=80.0, avg_ts_hi=120.0))
+        for c in (1, 2, 4):
+            v = 100.0 * c * n
+            recs.append(dict(rig, test="serve", model="a", n_depth=4096, concurrency=c, aggregate_tok_s=v, avg_ts=v,
+                             avg_ts_lo=0.8 * v, avg_ts_hi=1.2 * v, fits=True))
+    return recs
+
+
+def test_calibrated_throughput_and_bars_show_their_band():
+    # a calibrated serve record carries its band as avg_ts_lo / _hi around its aggregate rate: the throughput
+    # chart drew the line without it, and the one-vs-two bars showed calibrated figures with no error at all
+    ax = plots.throughput_vs_concurrency(_calibrated_serve()).axes[0]
+    assert len(ax.collections) == 2      # one band per rig
+    verts = ax.collections[0].get_paths()[0].vertices
+    assert verts[:, 1].min() == pytest.approx(80.0) and verts[:, 1].max() == pytest.approx(480.0)
+    fig = plots.one_vs_two_cards(_calibrated_serve())
+    for ax in fig.axes:
+        bars = [c for c in ax.containers if hasattr(c, "errorbar") and c.errorbar is not None]
+        assert len(bars) == 2            # one per card count, each with its error bar
+        seg = bars[0].errorbar.lines[2][0].get_segments()[0]
+        top = bars[0].patches[0].get_height()
+        assert sorted(y for _, y in seg) == pytest.approx([0.8 * top, 1.2 * top])
+    assert "±20%" in texts(fig)
+
+
+def test_does_not_fit_crosses_of_two_models_at_one_concurrency_both_show():
+    # a and b both overflow at 8 streams (on different rigs): the second cross was drawn over the first
+    recs = []
+    for n, m, bad in ((1, "a", 8), (2, "b", 8)):
+        rig = dict(BASE, n_cards=n, split="none" if n == 1 else "layer", link_gbps=None if n == 1 else 1.4)
+        for c in (1, 8):
+            recs.append(dict(rig, test="serve", model=m, n_depth=4096, concurrency=c, aggregate_tok_s=10.0 * c,
+                             fits=c < bad))
+    fig = plots.throughput_vs_concurrency(recs)
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    fig.draw(FigureCanvasAgg(fig).get_renderer())
+    crosses = [l for l in fig.axes[0].lines if l.get_marker() == "x" and len(l.get_xdata())]
+    assert len(crosses) == 2
+    pos = [tuple(l.get_transform().transform((l.get_xdata()[0], l.get_ydata()[0]))) for l in crosses]
+    assert pos[0][0] == pytest.approx(pos[1][0]) and abs(pos[0][1] - pos[1][1]) > 5   # same x, apart in y
+
+
+def test_crossover_labels_stay_clear_of_the_legend_and_each_other():
+    # a and b cross at 50K on one card and on two (the same overtaking): one line and one label naming both
+    # rigs; the legend, over the top of the axes where the labels go, hid them, and a label per rig piled up
+    two = [dict(r, n_cards=2, split="layer", link_gbps=1.4, avg_ts=r["avg_ts"] * 0.99) for r in tg_records()]
+    fig = plots.generation_vs_context(tg_records() + two)
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    rend = FigureCanvasAgg(fig).get_renderer()
+    fig.draw(rend)
+    ax = fig.axes[0]
+    vlines = [l for l in ax.lines if len(set(l.get_xdata())) == 1 and len(l.get_xdata()) == 2]
+    assert len(vlines) == 1
+    labels = [t for t in ax.texts if t.get_text().startswith("crossover")]
+    assert len(labels) == 1
+    assert "on 1× RTX 3090 and 2× RTX 3090 (layer split, 1.4 GB/s):" in labels[0].get_text()
+    legend = ax.get_legend().get_window_extent(rend)
+    assert not labels[0].get_window_extent(rend).overlaps(legend)
+    assert legend.x0 >= ax.get_window_extent(rend).x1            # beside the axes
+    assert fig.get_window_extent(rend).contains(legend.x1 - 1, legend.y0 + 1)   # and not cut off
+
+
+def test_one_vs_two_bar_labels_stay_clear_of_the_legend():
+    # the rightmost model the fastest, with a wide band: its labels, above the error bars, ran under the legend
+    recs = _calibrated_serve() + [dict(r, model="b", avg_ts=r["avg_ts"] * 1.6, avg_ts_lo=r["avg_ts_lo"] * 1.6,
+                                       avg_ts_hi=r["avg_ts_hi"] * 1.6) for r in _calibrated_serve() if r["test"] == "tg"]
+    fig = plots.one_vs_two_cards(recs)
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    rend = FigureCanvasAgg(fig).get_renderer()
+    fig.draw(rend)
+    ax = fig.axes[0]
+    box = ax.get_legend().get_window_extent(rend)
+    assert len(ax.texts) == 4
+    assert not any(t.get_window_extent(rend).overlaps(box) for t in ax.texts)

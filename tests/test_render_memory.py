@@ -27,3 +27,17 @@ def test_a_context_just_past_the_native_one_is_not_rounded_onto_it():
     # far past it, the rounded labels differ and stay short
     assert _limit(90000, 40960) == "88K tokens (beyond the model's 40K positions)"
     assert _limit(30000, 40960) == "29K tokens"
+
+
+def test_memory_and_decision_rows_name_the_rig_as_the_charts_do():
+    # the memory and decision tables said '2 x RTX 3090 @ 1.4 GB/s, layer split' and 'RTX 3090' beside
+    # charts (and the other tables) saying '2× RTX 3090 (layer split, 1.4 GB/s)' and '1× RTX 3090'
+    st = Study()
+    one, two = st.rigs()
+    rows = [dict(_row(30000, 40960), rig=one.name, split="none"), dict(_row(90000, 40960), rig=two.name, n_cards=2,
+                                                                       split="layer")]
+    text = "\n".join(render._memory([{"test": "mem"}], st, rows))
+    assert "| qwen3-32b | 1× RTX 3090 |" in text and "| qwen3-32b | 2× RTX 3090 (layer split, 1.4 GB/s) |" in text
+    assert render._decision_rig({"rig": two.name, "split": "layer"}, st) == "2× RTX 3090 (layer split, 1.4 GB/s)"
+    # a rig the study does not have keeps the cost model's name
+    assert render._decision_rig({"rig": "RTX 4090", "split": "none"}, st) == "RTX 4090"

@@ -205,3 +205,21 @@ def test_trace_no_setup_fits_and_runtime_choice(capsys, ladder):
                         "--json", "-q")
     assert rc == 0, err
     assert json.loads(text)["runs"][0]["setup"].endswith("ideal")
+
+
+def test_trace_numbers_say_their_evidence_and_band(ladder):
+    # the replay's section and charts said "on the cost model" only: under a runtime model (llama.cpp) its
+    # numbers are calibrated, with a cross-validated band per model, and nothing said so
+    from glmbench.predict import runtime as rtm
+    from glmbench.report import plots
+    st = Study(models=("glm-4.7-flash",), cards=(1,), depths=(1024,), concurrency=(1,), runtime="llama.cpp")
+    res = workload.trace_study(st, ladder, progress=False)
+    band = rtm.load_runtime("llama.cpp").cv_band("tg", st.configs["glm-4.7-flash"])
+    assert res["evidence"]["kind"] == "calibrated" and res["evidence"]["bands"]["glm-4.7-flash"]["decode"] == band
+    want = f"evidence: calibrated (runtime llama.cpp; its step times' cross-validated band: glm-4.7-flash decode ±{100 * band:.0f}%"
+    for fig in (plots.trace_winners(res), plots.trace_latency(res)):
+        assert fig._supxlabel.get_text().startswith(want)
+    assert "E" + want[1:] in workload.render(res, [])
+    plain = workload.trace_study(Study(models=("glm-4.7-flash",), cards=(1,), depths=(1024,), concurrency=(1,)), ladder,
+                                 progress=False)
+    assert plots.trace_winners(plain)._supxlabel.get_text().startswith("evidence: predicted (runtime typical)\n")

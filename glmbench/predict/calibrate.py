@@ -639,7 +639,10 @@ class Calibration:
         profile's own error before the fit (`base`: for a runtime model such as llama.cpp, how it
         predicts these points out of the box)."""
         base = self.base_errors or [None] * len(self.points)
-        lines = [f"{'point':<38} {'measured':>10} {'predicted':>10} {'residual':>9} {'left out':>9} {'base':>9}  where"]
+        # what the points ran on (card, split, formats, offload): the rows name only model and test
+        lines = [("measured on: " if i == 0 else "             ") + w
+                 for i, w in enumerate(dict.fromkeys(_measured_on(pt.setup) for pt in self.points))]
+        lines.append(f"{'point':<38} {'measured':>10} {'predicted':>10} {'residual':>9} {'left out':>9} {'base':>9}  where")
         for pt, p, r, l, b in zip(self.points, self.predicted, self.residuals, self.loo_errors, base):
             lo = "–" if l is None else f"{100 * l:+.1f}%"
             bs = "–" if b is None else f"{100 * b:+.1f}%"
@@ -652,6 +655,17 @@ class Calibration:
                                              for n in self.fitted) or "nothing"))
         lines.append("kept (typical value): " + ", ".join(self.kept))
         return "\n".join(lines)
+
+
+def _measured_on(s: cm.Setup) -> str:
+    """A point's setup without the runtime profile (each candidate's in turn): model, card(s), split,
+    formats, MLA strategy, offload."""
+    parts = [s.model.name, s.rig.name] + ([f"{s.split} split"] if s.split != "none" else []) + [f"{s.weights}/{s.kv}"]
+    if s.model.attention == "mla":
+        parts.append(f"MLA {s.mla_strategy}")
+    if s.offload is not None:
+        parts.append(f"{s.offload.label}, host {s.host.key or s.host.name}")
+    return ", ".join(parts)
 
 
 def _at_bound(name: str, v: float) -> str:

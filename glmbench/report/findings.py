@@ -519,7 +519,10 @@ def _summary(S: Search, likely) -> list[str]:
         second = ("For a reader choosing hardware, no searched setup puts the crossover near 64K, so GLM-4.7-Flash "
                   "keeps its decode lead")
     gpu = S.study.rigs()[0].gpu
-    second += (f"; one {gpu.memory_bytes / 2 ** 30:.0f} GiB {gpu.name} holds {approx_tokens(g_ctx)} tokens of its context ({m}: "
+    # the context is the runtime's (its memory overheads differ: SGLang's static pool, ...) at the study's
+    # formats: both said, as the memory table beside it may show another runtime's
+    second += (f"; with `{rts[0]}` at {S.study.weights} weights and a {S.study.kv} cache, one "
+               f"{gpu.memory_bytes / 2 ** 30:.0f} GiB {gpu.name} holds {approx_tokens(g_ctx)} tokens of its context ({m}: "
                f"{approx_tokens(d_ctx) if d_ctx else 'none'}{', all its native positions' if d_cap else ''})")
     if 1 in S.cards and 2 in S.cards:
         a = S.tg_at(MLA_MODEL, rts[0], 1, S.grid[0])["avg_ts"]

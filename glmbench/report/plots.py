@@ -27,6 +27,7 @@ from typing import Iterable, Sequence
 
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
+from matplotlib.transforms import offset_copy
 from matplotlib.ticker import FixedLocator, FuncFormatter, NullLocator
 
 from glmbench.predict.costmodel import crossover  # the cost model owns the interpolation rule
@@ -113,8 +114,10 @@ def _one_stream(records) -> list[dict]:
 def rig_label(r: dict) -> str:
     """'1× RTX 3090' or '2× RTX 3090 (layer split, 1.4 GB/s)'."""
     n = r.get("n_cards") or 1
-    dev = r.get("device") or "?"
-    s = f"{n}× {dev}"
+    if not r.get("device"):
+        # a result file that names no card (a bare llama-bench table): said in words, not as '1× ?'
+        return "card not stated" if int(n) == 1 else f"{n} cards, not stated which"
+    s = f"{n}× {r['device']}"
     if n and int(n) > 1:
         extra = [f"{r['split']} split"] if r.get("split") not in (None, "", "none") else []
         if r.get("link_gbps") not in (None, ""):
@@ -196,14 +199,21 @@ def provenance(records: Sequence[dict]) -> str:
     devs = sorted({rig_label(r) for r in records})
     if devs:
         parts.append("hardware: " + "; ".join(devs))
-    w = _distinct(records, "weights")
-    parts.append("weights: " + (", ".join(w) if w else "?"))
-    kv = _distinct(records, "type_k")
-    parts.append("KV: " + (", ".join(kv) if kv else "?"))
-    rt = _distinct(records, "runtime")
-    if rt:
-        parts.append("runtime: " + ", ".join(rt))
+    parts.append("weights: " + _stated(records, "weights"))
+    parts.append("KV: " + _stated(records, "type_k"))
+    # the runtime of a measured record read from another tool's output is the tool that wrote it
+    # (llama-bench, vllm bench serve, ...): one without a runtime field is named by its tool
+    rt = _stated([dict(r, runtime=r.get("runtime") or r.get("tool")) for r in records], "runtime")
+    parts.append("runtime: " + rt)
     return "  |  ".join(parts)
+
+
+def _stated(records, field) -> str:
+    """The values of `field` over the records, 'not stated' among them where a record has none."""
+    vals = _distinct(records, field)
+    if any(r.get(field) in (None, "") for r in records):
+        vals.append("not stated")
+    return ", ".join(vals)
 
 
 def _new_figure(n_panels: int = 1, width: float = 8.0, height: float = 5.0) -> tuple[Figure, list]:
@@ -216,9 +226,30 @@ def _new_figure(n_panels: int = 1, width: float = 8.0, height: float = 5.0) -> t
 
 
 def _footer(fig: Figure, records, note: str = "") -> None:
+    _footer_text(fig, provenance(records) + (f"\n{note}" if note else ""))
+
+
+def _footer_text(fig: Figure, text: str) -> None:
     fig.get_layout_engine().set(h_pad=0.1)
-    text = provenance(records) + (f"\n{note}" if note else "")
     fig.supxlabel(text, fontsize=7.5, color="0.3", wrap=True)
+
+
+def _crossover_provenance(rows) -> str:
+    """provenance() for crossover rows (glmbench.predict.crossover.mla_crossover_curves): evidence,
+    the rigs (`rig`, `split`), formats (`weights`, `kv`) and the runtimes, one per panel row."""
+    ev = [e for e in EVIDENCE if any(r.get("evidence") == e for r in rows)]
+    rigs = list(dict.fromkeys(str(r["rig"]) + (f" ({r['split']} split)" if r.get("split") not in (None, "", "none") else "")
+                              for r in rows if r.get("rig")))
+    parts = ["evidence: " + (" + ".join(ev) if ev else "none")]
+    if rigs:
+        parts.append("hardware: " + "; ".join(rigs))
+    parts.append("weights: " + (", ".join(_distinct(rows, "weights")) or "?"))
+    parts.append("KV: " + (", ".join(_distinct(rows, "kv")) or "?"))
+    rts = list(dict.fromkeys(str(r["runtime"]) for r in rows if r.get("runtime")))
+    if rts:
+        parts.append("runtime: " + (rts[0] if len(rts) == 1 else "each panel's title"))
+    # two lines: the chart is narrow for its width in text
+    return "  |  ".join(parts[:2]) + "\n" + "  |  ".join(parts[2:])
 
 
 def _plot_series(ax, styler, recs, xf, yf, *, label):
@@ -248,6 +279,16 @@ def _plot_series(ax, styler, recs, xf, yf, *, label):
     if all(r.get(lo) is not None and r.get(hi) is not None for r in recs):
         ax.fill_between(xs, [float(r[lo]) for r in recs], [float(r[hi]) for r in recs],
                         color=c, alpha=0.15, lw=0)
+
+
+def _from_zero(ax) -> None:
+    """A y axis from 0 with room above the highest point: autoscaling pads the data's own range,
+    so the top of nearly flat points (a measured series at one speed) sat on the frame, its
+    marker cut in half."""
+    top = ax.dataLim.y1 if ax.dataLim.height >= 0 and math.isfinite(ax.dataLim.y1) else None
+    ax.set_ylim(bottom=0)
+    if top is not None and top > 0:
+        ax.set_ylim(top=max(ax.get_ylim()[1], top * 1.05))
 
 
 def _finish_legend(ax, **kw):
@@ -298,20 +339,35 @@ def generation_vs_context(records: Sequence[dict], *, title: str | None = None) 
     recs = _with_fits(_one_stream(_select(every, "tg")), every, lambda r: r["n_depth"])
     if not recs:
         raise ValueError("no decode (test='tg') records to plot")
-    styler = _Styler(recs)
-    fig, (ax,) = _new_figure()
     drawn = [r for r in recs if r["n_depth"]]
+    if not drawn:
+        # a log context axis has no place for an empty cache: a chart of nothing would be an empty frame
+        raise ValueError(f"no decode (test='tg') records at a depth above 0 to plot: the {len(recs)} at depth 0 "
+                         "have no place on a log context axis (they are in the records)")
+    # the same overtaking at nearly the same depth (within 10%) on several rigs (one card and two, whose
+    # decode differs little) is one line and one label naming the rigs: a label each piled them up
+    cxs: list = []
+    for c in crossovers(recs):
+        same = next((m for m in cxs if (m["faster_before"], m["faster_after"]) == (c["faster_before"], c["faster_after"])
+                     and abs(math.log(m["x"] / c["x"])) < math.log(1.1)), None)
+        if same is not None:
+            same["rigs"].append(c["rig"])
+        else:
+            cxs.append(dict(c, rigs=[c["rig"]]))
+    styler = _Styler(recs)
+    # crossover labels take the top of the axes: the legend goes beside the axes, on a wider figure
+    fig, (ax,) = _new_figure(width=12.5 if cxs else 8.0)
     for key, s in _series(drawn, "n_depth").items():
         _plot_series(ax, styler, s, "n_depth", "avg_ts", label=f"{s[0]['model']} · {rig_label(s[0])}")
     _mark_spill(ax, drawn, "n_depth", "avg_ts")
     positive = [float(r["n_depth"]) for r in recs if r["n_depth"]]
     xlo, xhi = (math.log(min(positive)), math.log(max(positive))) if positive else (0.0, 1.0)
-    for i, c in enumerate(crossovers(recs)):
+    for i, c in enumerate(cxs):
         ax.axvline(c["x"], color="0.35", lw=1, ls=(0, (4, 3)), zorder=1)
         # the label goes on whichever side of the line has more room, so it stays inside the axes
         right = (math.log(c["x"]) - xlo) / max(xhi - xlo, 1e-9) > 0.5
         # one label per crossover, stacked so that rigs crossing at nearly the same depth stay legible
-        ax.annotate(f"crossover ≈ {approx_tokens(c['x'])} on {c['rig']}:\n"
+        ax.annotate(f"crossover ≈ {approx_tokens(c['x'])} on {' and '.join(c['rigs'])}:\n"
                     f"{c['faster_after']} overtakes {c['faster_before']}",
                     xy=(c["x"], 0.98), xycoords=("data", "axes fraction"), va="top",
                     ha="right" if right else "left", fontsize=7.5,
@@ -319,9 +375,12 @@ def generation_vs_context(records: Sequence[dict], *, title: str | None = None) 
                     bbox=dict(boxstyle="round,pad=0.25", fc="white", ec="0.6", alpha=0.9))
     _log2_token_axis(ax, [r["n_depth"] for r in recs], "context already in the cache (tokens, log scale)")
     ax.set_ylabel("generation speed (tokens/s, one stream)")
-    ax.set_ylim(bottom=0)
+    _from_zero(ax)
     ax.set_title(title or "Generation speed vs context")
-    _finish_legend(ax, loc="best")
+    if cxs:
+        _finish_legend(ax, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0)
+    else:
+        _finish_legend(ax, loc="best")
     # a log axis has no place for an empty cache: say so rather than drop the points silently
     zero = sum(1 for r in recs if not r["n_depth"])
     _footer(fig, recs, f"{zero} point(s) at depth 0 are not drawn (log axis); they are in the records" if zero else "")
@@ -359,7 +418,7 @@ def prefill_vs_prompt(records: Sequence[dict], *, title: str | None = None) -> F
     _log2_token_axis(ax1, xs, "prompt length (tokens, log scale)")
     _log2_token_axis(ax2, xs, "prompt length (tokens, log scale)")
     ax1.set_ylabel("prefill speed (tokens/s)")
-    ax1.set_ylim(bottom=0)
+    _from_zero(ax1)
     ax1.set_title("Prefill speed vs prompt length")
     ax2.set_yscale("log")
     ax2.set_ylabel("time to first token (s, log scale)")
@@ -396,7 +455,7 @@ def prefill_vs_context(records: Sequence[dict], *, title: str | None = None) -> 
     _mark_spill(ax, drawn, "n_depth", "avg_ts")
     _log2_token_axis(ax, [r["n_depth"] for r in drawn], "context already in the cache (tokens, log scale)")
     ax.set_ylabel("prefill speed (tokens/s)")
-    ax.set_ylim(bottom=0)
+    _from_zero(ax)
     ax.set_title(title or "Prefill speed vs context")
     _finish_legend(ax, loc="best")
     zero = sum(1 for r in recs if not r["n_depth"])
@@ -461,6 +520,7 @@ def throughput_vs_concurrency(records: Sequence[dict], *, title: str | None = No
     styler = _Styler(recs)
     fig, (ax,) = _new_figure()
     depths = sorted({r.get("n_depth") for r in recs if r.get("n_depth") is not None})
+    recs = [_aggregate_band(r) for r in recs]
     for key, s in _series(recs, "concurrency").items():
         ok = [r for r in s if r.get("fits") is not False]
         if ok:
@@ -468,11 +528,17 @@ def throughput_vs_concurrency(records: Sequence[dict], *, title: str | None = No
             _plot_series(ax, styler, ok, "concurrency", "aggregate_tok_s",
                          label=f"{s[0]['model']} · {rig_label(s[0])}{ctx}")
     bad = [r for r in recs if r.get("fits") is False]
-    for i, r in enumerate(bad):
+    # one cross per model and concurrency; the models' crosses at one concurrency stacked upwards,
+    # so that one model's cross does not hide another's
+    crosses = list(dict.fromkeys((float(r["concurrency"]), styler.colour(r.get("model"))) for r in bad))
+    seen: dict = defaultdict(int)
+    for c, colour in crosses:
         # a concurrency whose streams do not all fit in memory: a cross at zero in the model's
         # colour, since the throughput of the streams that fit is not what was asked
-        ax.plot([float(r["concurrency"])], [0], "x", color=styler.colour(r.get("model")), ms=8, mew=2,
-                clip_on=False, zorder=4)
+        k = seen[c]
+        seen[c] += 1
+        ax.plot([c], [0], "x", color=colour, ms=8, mew=2, clip_on=False, zorder=4,
+                transform=offset_copy(ax.transData, fig=fig, y=9 * k, units="points"))
     if bad:
         ax.plot([], [], "x", color="0.3", ms=8, mew=2, label="not all streams fit in memory (model colour)")
     cs = sorted({float(r["concurrency"]) for r in recs})
@@ -482,12 +548,22 @@ def throughput_vs_concurrency(records: Sequence[dict], *, title: str | None = No
     ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _p: f"{v:g}"))
     ax.set_xlabel("concurrent streams (log scale)")
     ax.set_ylabel("throughput (generated tokens/s, all streams)")
-    ax.set_ylim(bottom=0)
+    _from_zero(ax)
     ctx = f" at {tokens_label(depths[0])} context per stream" if len(depths) == 1 and depths[0] else ""
     ax.set_title(title or f"Throughput vs concurrency{ctx}")
     _finish_legend(ax, loc="upper left")
     _footer(fig, recs)
     return fig
+
+
+def _aggregate_band(r: dict) -> dict:
+    """A serve record's band on its aggregate rate: a calibrated one carries it as avg_ts_lo / _hi
+    around avg_ts, which is its aggregate_tok_s (predict/sweep.py _serve)."""
+    if r.get("aggregate_tok_s_lo") is None and r.get("avg_ts_lo") is not None and r.get("avg_ts_hi") is not None \
+            and r.get("avg_ts") is not None and r.get("aggregate_tok_s") is not None \
+            and math.isclose(float(r["avg_ts"]), float(r["aggregate_tok_s"]), rel_tol=1e-9):
+        return dict(r, aggregate_tok_s_lo=r["avg_ts_lo"], aggregate_tok_s_hi=r["avg_ts_hi"])
+    return r
 
 
 def one_vs_two_cards(records: Sequence[dict], *, short_depth: int | None = None,
@@ -498,7 +574,7 @@ def one_vs_two_cards(records: Sequence[dict], *, short_depth: int | None = None,
     recs = _as_records(records)
     tg = _with_fits([r for r in _select(recs, "tg") if r["evidence"] != "measured" and r.get("avg_ts") is not None],
                     recs, lambda r: r["n_depth"])
-    serve = [r for r in _select(recs, "serve") if r.get("aggregate_tok_s") is not None
+    serve = [_aggregate_band(r) for r in _select(recs, "serve") if r.get("aggregate_tok_s") is not None
              and r.get("fits") is not False]
     if not tg:
         raise ValueError("no predicted decode (test='tg') records to compare one card with two")
@@ -528,20 +604,28 @@ def one_vs_two_cards(records: Sequence[dict], *, short_depth: int | None = None,
                     m = pick(tg, model, n, n_depth=depth)
                     val = float(m[0]["avg_ts"]) if m else None
                     fits = m[0].get("fits") is not False if m else True
+                    lo, hi = (m[0].get("avg_ts_lo"), m[0].get("avg_ts_hi")) if m else (None, None)
                 else:
                     m = pick(serve, model, n)
-                    val = max(float(r["aggregate_tok_s"]) for r in m) if m else None
+                    best = max(m, key=lambda r: float(r["aggregate_tok_s"])) if m else None
+                    val = float(best["aggregate_tok_s"]) if best else None
                     fits = True
+                    lo, hi = (best.get("aggregate_tok_s_lo"), best.get("aggregate_tok_s_hi")) if best else (None, None)
                 x = i + (j - (len(cards) - 1) / 2) * width
                 if val is None:
                     ax.text(x, 0, "n/a", ha="center", va="bottom", fontsize=7, rotation=90)
                     continue
                 # fewer cards darker, evenly graded so 1, 2 and 4 cards stay distinguishable
                 alpha = 1.0 - 0.65 * j / max(len(cards) - 1, 1)
+                # a calibrated figure carries its cross-validated band: an error bar, its label above it
+                band = lo is not None and hi is not None
                 ax.bar(x, val, width * 0.95, color=styler.colour(model), alpha=alpha,
                        hatch=None if fits else "xx", edgecolor="black", lw=0.6,
+                       yerr=[[val - float(lo)], [float(hi) - val]] if band else None, capsize=3,
+                       error_kw=dict(ecolor="0.2", lw=1),
                        label=f"{n} card{'s' if n > 1 else ''}" if i == 0 else None)
-                ax.annotate(f"{val:.0f}" + ("" if fits else "\nspills"), xy=(x, val), xytext=(0, 2),
+                ax.annotate(f"{val:.0f}" + (f"\n±{100 * (float(hi) - val) / val:.0f}%" if band and val else "")
+                            + ("" if fits else "\nspills"), xy=(x, float(hi) if band else val), xytext=(0, 2),
                             textcoords="offset points", ha="center", va="bottom", fontsize=7)
         ax.set_xticks(range(len(models)), models, fontsize=8)
         ax.set_title(name, fontsize=10)
@@ -557,7 +641,22 @@ def one_vs_two_cards(records: Sequence[dict], *, short_depth: int | None = None,
     fig.suptitle(title or ("One card vs two" if cards == [1, 2] else
                            "Cards: " + " vs ".join(str(n) for n in cards)))
     _footer(fig, tg + serve)
+    if handles:
+        _lift_under_legend(fig, axes[0])
     return fig
+
+
+def _lift_under_legend(fig: Figure, ax) -> None:
+    """Raise the axes' top until no bar label runs under its legend (a label above a tall bar's error
+    bar, in the legend's corner, was hidden by it)."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    rend = FigureCanvasAgg(fig).get_renderer()
+    for _ in range(8):
+        fig.draw(rend)
+        box = ax.get_legend().get_window_extent(rend)
+        if not any(t.get_window_extent(rend).overlaps(box) for t in ax.texts):
+            return
+        ax.set_ylim(top=ax.get_ylim()[1] * 1.15)
 
 
 # ---- everything at once -------------------------------------------------------------------------
@@ -613,7 +712,9 @@ def mla_crossover(rows: Sequence[dict], *, title: str | None = None) -> Figure:
             ax.set_ylim(lo_y / 1.2, hi_y * 1.2)
             ax.set_xlim(0.01, 1.05)
             knob = next((r.get("knob") for r in pts if r.get("knob")), None)
-            ax.set_title(f"{rt}, {n} card{'s' if n > 1 else ''}" + (f"\nswept: {knob}" if knob else ""), fontsize=8.5)
+            ev = " + ".join(e for e in EVIDENCE if any(r["evidence"] == e for r in pts))
+            ax.set_title(f"{rt} ({ev}), {n} card{'s' if n > 1 else ''}" + (f"\nswept: {knob}" if knob else ""),
+                         fontsize=8.5)
             if j == 0:
                 ax.set_ylabel("crossover depth\n(tokens, log)", fontsize=8)
     # on the bottom axes, not as a figure label: the legend below takes the figure's lower edge
@@ -632,9 +733,11 @@ def mla_crossover(rows: Sequence[dict], *, title: str | None = None) -> Figure:
             labels.append(lab)
     if handles:
         fig.legend(handles, labels, fontsize=7, loc="outside lower center", ncol=min(4, len(handles)))
-    fig.suptitle(title or "Where each dense model catches up: crossover depth vs MLA attention efficiency\n"
-                 "(markers: each profile's own value; runtime models: their MLA kernel's kernel-table entry swept)",
-                 fontsize=10)
+    # what the chart is (evidence, hardware, formats) under the title: the legend takes the lower edge,
+    # where the other charts' footer goes
+    fig.suptitle((title or "Where each dense model catches up: crossover depth vs MLA attention efficiency\n"
+                  "(markers: each profile's own value; runtime models: their MLA kernel's kernel-table entry swept)")
+                 + "\n" + _crossover_provenance(rows), fontsize=10)
     return fig
 
 
@@ -696,7 +799,9 @@ TRACE_CHARTS = ("trace_winners", "trace_latency")
 def _trace_footer(fig: Figure, res: dict) -> None:
     t = res["trace"]
     s = res["slo"]
-    note = (f"replay of {t['trace']} ({t['requests']} requests, rate x{t.get('rate_scale', 1.0):g}) on the cost model; "
+    from glmbench.report.workload import evidence_text
+    note = (f"{evidence_text(res.get('evidence'))}\n"
+            f"replay of {t['trace']} ({t['requests']} requests, rate x{t.get('rate_scale', 1.0):g}) on the cost model; "
             f"targets TTFT <= {s['ttft_s']:g} s, TPOT <= {s['tpot_s']:g} s; "
             f"server: {res['server']['max_num_seqs']} seqs, {res['server']['max_batched_tokens']}-token steps")
     fig.get_layout_engine().set(h_pad=0.1)

@@ -122,10 +122,10 @@ def _generation(pred, study: Study, ceils=None) -> list:
                 r = byd.get(d)
                 mark = "" if fits.get((s, d)) is not False else " (spills)"
                 cells.append(_num(r["avg_ts"]) + mark if r else "–")
-            rows.append([r0["model"], _rig(r0)] + cells)
+            rows.append([r0["model"], _rig(r0)] + cells + _band_cells(tg, byd.values()))
         L += ["Decode tokens/s, one stream (`tg` at depth; *spills*: the weights and cache do not fit "
               "on the card(s), so the figure is what the speed would be if they did):", "",
-              _md_table(rows, ["model", "rig"] + [f"@{_tok(d)}" for d in show]), ""]
+              _md_table(rows, ["model", "rig"] + [f"@{_tok(d)}" for d in show] + _band_head(tg)), ""]
         said = set()
         for c in ceils or ():
             k = c.get("chunk_decode")
@@ -153,9 +153,10 @@ def _prefill(pred, study: Study) -> list:
             byp = {r["n_prompt"]: r for r in pp if r["setup"] == s}
             r0 = next(iter(byp.values()))
             rows.append([r0["model"], _rig(r0)] + [
-                f"{_num(byp[p]['avg_ts'], 0)} tok/s, {_secs(byp[p]['seconds'])}" if p in byp else "–" for p in show])
+                f"{_num(byp[p]['avg_ts'], 0)} tok/s, {_secs(byp[p]['seconds'])}" if p in byp else "–" for p in show]
+                + _band_cells(pp, byp.values()))
         L += ["Prefill speed and time to first token for a prompt of each length from an empty cache:", "",
-              _md_table(rows, ["model", "rig"] + [f"{_tok(p)} prompt" for p in show]), ""]
+              _md_table(rows, ["model", "rig"] + [f"{_tok(p)} prompt" for p in show] + _band_head(pp)), ""]
     return L
 
 
@@ -173,10 +174,11 @@ def _prefill_at(pred, study: Study, charts) -> list:
             byd = {r["n_depth"]: r for r in pp_at if r["setup"] == s}
             r0 = next(iter(byd.values()))
             rows.append([r0["model"], _rig(r0)] + [
-                f"{_num(byd[d]['avg_ts'], 0)} tok/s, {_secs(byd[d]['seconds'])}" if d in byd else "–" for d in show])
+                f"{_num(byd[d]['avg_ts'], 0)} tok/s, {_secs(byd[d]['seconds'])}" if d in byd else "–" for d in show]
+                + _band_cells(pp_at, byd.values()))
         L += [f"Prefill speed and time of a {study.n_prompt}-token chunk with d tokens already in the cache "
               f"(sweep-bench's S_PP at N_KV, llama-bench's pp{study.n_prompt} @ d):", "",
-              _md_table(rows, ["model", "rig"] + [f"@{_tok(d)}" for d in show]), ""]
+              _md_table(rows, ["model", "rig"] + [f"@{_tok(d)}" for d in show] + _band_head(pp_at)), ""]
     return L
 
 
@@ -195,7 +197,7 @@ def _memory(pred, study: Study, ceils) -> list:
                     limit = f"{ctx:,.0f} tokens (beyond the model's {native:,.0f} positions)"
                 else:
                     limit += f" (beyond the model's {_tok(native)} positions)"
-            rows.append([c["model"], c["rig"] if c["n_cards"] == 1 else f"{c['rig']}, {c['split']} split",
+            rows.append([c["model"], _rig_text(study, c["rig"], c["split"]),
                          f"{c['weights_bytes_fullest_card'] / GIB:.1f}", f"{c['kv_bytes_per_token'] / 1024:.1f}" + (
                              f" ({c['kv_bytes_per_token_past_window'] / 1024:.1f} past the {_tok(c['sliding_window'])} "
                              f"{'chunk' if c.get('window_chunked') else 'window'})"
@@ -252,11 +254,12 @@ def _one_vs_two(pred, study: Study) -> list:
                 f_hi = fits.get((t[hi]["setup"], hi)) if hi in t else None
                 rows.append([name, n, _num(t[lo]["avg_ts"]) if lo in t else "–",
                              (_num(t[hi]["avg_ts"]) + (" (spills)" if f_hi is False else "")) if hi in t else "–",
-                             f"{_num(best['aggregate_tok_s'], 0)} at {best['concurrency']} streams" if best else "–"])
+                             f"{_num(best['aggregate_tok_s'], 0)} at {best['concurrency']} streams" if best else "–"]
+                            + _band_cells(tg + serve, list(t.values()) + sv))
         L += [f"Decode tokens/s for one stream at {_tok(lo)} and {_tok(hi)}, and the best batched throughput "
               f"at {_tok(study.serve_context)} context per stream:", "",
               _md_table(rows, ["model", "cards", f"single stream @{_tok(lo)}", f"single stream @{_tok(hi)}",
-                               "batched (all streams)"]), ""]
+                               "batched (all streams)"] + _band_head(tg + serve)), ""]
     return L
 
 
@@ -275,11 +278,12 @@ def _throughput(pred, study: Study) -> list:
             rows.append([pts[0]["model"], _rig(pts[0]),
                          f"{_num(best['aggregate_tok_s'], 0)} at {best['concurrency']}" if best else "–",
                          f"{_num(best['per_stream_tok_s'], 1)}" if best and best.get("per_stream_tok_s") else "–",
-                         str(full[0]["concurrency"]) if full else f"all up to {pts[-1]['concurrency']} fit"])
+                         str(full[0]["concurrency"]) if full else f"all up to {pts[-1]['concurrency']} fit"]
+                        + _band_cells(serve, pts))
         L += [f"Aggregate decode throughput with every stream at {_tok(study.serve_context)} of context "
               "(prefill of arriving requests not included):", "",
               _md_table(rows, ["model", "rig", "best tok/s (at streams)", "per stream there (tok/s)",
-                               "first concurrency that does not fit"]), ""]
+                               "first concurrency that does not fit"] + _band_head(serve)), ""]
     return L
 
 
@@ -308,26 +312,26 @@ def _decisions(decs, study: Study) -> list:
                      else best["throughput_tok_s"] / second["throughput_tok_s"])
                 what = "faster than" if best["objective"] == "latency" else "more throughput than"
                 ratio = (f"{100 * (x - 1):.0f}% {what}" if x < 1.995 else f"{x:.1f}× {'as fast as' if best['objective'] == 'latency' else 'the throughput of'}")
-                ratio += f" {second['model']} on {_decision_rig(second)}"
+                ratio += f" {second['model']} on {_decision_rig(second, study)}"
                 # a calibrated profile's cross-validated band: the widest of the two setups' models'
                 # decode and prefill bands (RuntimeProfile.cv_band), else none
                 band = max((rp.cv_band(t, study.configs.get(r["model"])) or 0.0)
                            for t in ("tg", "pp") for r in (best, second)) if rp.calibrated else None
                 if band and x - 1 <= band:
                     # within the calibrated prediction's error band: not a win
-                    ratio = f"tie with {second['model']} on {_decision_rig(second)} ({100 * (x - 1):.0f}% apart, inside the ±{100 * band:.0f}% band)"
+                    ratio = f"tie with {second['model']} on {_decision_rig(second, study)} ({100 * (x - 1):.0f}% apart, inside the ±{100 * band:.0f}% band)"
             elif second:
-                ratio = f"{second['setup'].split(',')[0]} on {_decision_rig(second)} does not fit"
+                ratio = f"{second['setup'].split(',')[0]} on {_decision_rig(second, study)} does not fit"
             others = []
             for r in ranking:
                 if r["model"] != best["model"] and r["model"] not in [o["model"] for o in others]:
                     others.append(r)
             other = "; ".join(
-                (f"{o['model']} on {_decision_rig(o)}: {_figure(o, short=True)}" if o["fits"]
+                (f"{o['model']} on {_decision_rig(o, study)}: {_figure(o, short=True)}" if o["fits"]
                  else f"{o['model']}: does not fit") + _beyond_native(study.configs.get(o["model"]), w) for o in others) or "–"
             note = "; ".join(best["reasons"][:2])
             note = _beyond_native(study.configs.get(best["model"]), w).strip(" ()") + ("; " if _beyond_native(study.configs.get(best["model"]), w) else "") + note
-            rows.append([shape, f"{best['model']} on {_decision_rig(best)}", fig, ratio, other, note])
+            rows.append([shape, f"{best['model']} on {_decision_rig(best, study)}", fig, ratio, other, note])
         L += [_md_table(rows, ["workload", "best setup", "its figure", "vs runner-up",
                                "best of each other model", "why (cost-model terms)"]), ""]
     return L
@@ -494,6 +498,20 @@ def _rig(r) -> str:
     return rig_label(r)
 
 
+def _band_head(table) -> list:
+    """The band column's header, where the table's records carry a calibrated band (cv_error: a
+    runtime model or calibrated profile's cross-validated error), else no column."""
+    return ["band (cross-validated)"] if any(r.get("cv_error") is not None for r in table) else []
+
+
+def _band_cells(table, recs) -> list:
+    """One row's band cell (see _band_head): ±x% of its records' cv_error, '–' where they have none."""
+    if not _band_head(table):
+        return []
+    vals = sorted({round(100 * float(r["cv_error"])) for r in recs if r.get("cv_error") is not None})
+    return ["–" if not vals else " / ".join(f"±{v}%" for v in vals)]
+
+
 def _md_table(rows: list[list], header: list[str]) -> str:
     lines = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
     lines += ["| " + " | ".join(str(c) for c in row) + " |" for row in rows]
@@ -529,8 +547,18 @@ def _rig_name(study: Study, n: int) -> str:
     return f"1× {g}" if n == 1 else f"{n}× {g} ({study.split} split, {study.link_gbps:g} GB/s link)"
 
 
-def _decision_rig(row) -> str:
-    return row["rig"] + (f" ({row['split']} split)" if row["split"] != "none" else "")
+def _decision_rig(row, study: Study | None = None) -> str:
+    return _rig_text(study, row["rig"], row["split"])
+
+
+def _rig_text(study: Study | None, name: str, split: str) -> str:
+    """A rig named by the cost model ('2 x RTX 3090 @ 1.4 GB/s') as the charts and the other tables
+    name it (rig_label: '2× RTX 3090 (layer split, 1.4 GB/s)'), so a row reads as its chart's line."""
+    for rig in (study.rigs() if study is not None else ()):
+        if rig.name == name:
+            return rig_label({"device": rig.gpu.name, "n_cards": rig.n_cards, "split": split,
+                              "link_gbps": rig.link_gbps if rig.n_cards > 1 else None})
+    return name + (f" ({split} split)" if split not in (None, "", "none") else "")
 
 
 def _figure(row, short: bool = False) -> str:
@@ -577,10 +605,17 @@ def _measured_vs_predicted(records) -> list[list]:
     def where(m):
         # the measured rig as the predicted one is named: 2 cards are not 1 (the rows pair by point, any rig)
         n = m.get("n_cards") or 1
-        return (f"{n}× {m['device']}" if int(n) > 1 else m["device"]) if m.get("device") else (m.get("tool") or "?")
+        if m.get("device"):
+            return f"{n}× {m['device']}" if int(n) > 1 else m["device"]
+        # the file names no card: said, with the tool that wrote it (a tool is not a machine)
+        return "card not stated" + (f" ({m['tool']})" if m.get("tool") else "")
+
+    def band(p):
+        # a calibrated prediction's cross-validated band beside it
+        return "" if p.get("cv_error") is None else f" ±{100 * float(p['cv_error']):.0f}%"
 
     return [[m["model"], test_label(m), where(m), _num(m["avg_ts"], 2) + star(m), _rig(p),
-             _num(p["avg_ts"], 2), f"{p['avg_ts'] / m['avg_ts']:.2f}", stable(m)]
+             _num(p["avg_ts"], 2) + band(p), f"{p['avg_ts'] / m['avg_ts']:.2f}", stable(m)]
             for m, p in measured_predicted_pairs(records)]
 
 

@@ -43,6 +43,31 @@ def study_point(study, config: rp.ServerConfig | None = None) -> dict:
     return {"setup": s.label, "reference_tok_s": STUDY_BATCHED_TOK_S, "points": rows}
 
 
+def evidence(study) -> dict:
+    """What the replay's numbers are, as the study's records say it (predict/sweep.py): `predicted`, or
+    `calibrated` for a calibrated profile or runtime model, with the cross-validated band its step
+    times carry per model (decode, prefill; RuntimeProfile.cv_band), where it has one."""
+    rt = study.runtime_profile
+    out = {"kind": "calibrated" if rt.calibrated else "predicted", "runtime": rt.name, "bands": {}}
+    if rt.calibrated or rt.fitted_to_gpus:
+        for name, cfg in study.configs.items():
+            tg, pp = rt.cv_band("tg", cfg), rt.cv_band("pp", cfg)
+            if tg is not None or pp is not None:
+                out["bands"][name] = {"decode": tg, "prefill": pp}
+    return out
+
+
+def evidence_text(ev: dict | None) -> str:
+    """'evidence: calibrated (llama.cpp; its step times' band: glm-4.7-flash decode ±21% / prefill ±25%, ...)'."""
+    if not ev:
+        return "evidence: predicted"
+    def pct(v):
+        return "–" if v is None else f"±{100 * v:.0f}%"
+    bands = "; ".join(f"{m} decode {pct(b['decode'])} / prefill {pct(b['prefill'])}" for m, b in ev["bands"].items())
+    return (f"evidence: {ev['kind']} (runtime {ev['runtime']}" + (f"; its step times' cross-validated band: {bands}"
+                                                                   if bands else "") + ")")
+
+
 def trace_study(study, trace, *, rate_scale: float = 1.0, prefix_cache: Sequence[bool] = (True, False),
                 ttft_slo_s: float = rp.DEFAULT_TTFT_SLO_S, tpot_slo_s: float = rp.DEFAULT_TPOT_SLO_S,
                 config: rp.ServerConfig | None = None, progress: bool = True, keep_results: bool = True) -> dict:
@@ -51,6 +76,7 @@ def trace_study(study, trace, *, rate_scale: float = 1.0, prefix_cache: Sequence
     setups = study.setups()
     res = rp.study(trace, setups, config, rate_scale=rate_scale, prefix_cache=prefix_cache,
                    ttft_slo_s=ttft_slo_s, tpot_slo_s=tpot_slo_s, progress=progress, keep_results=keep_results)
+    res["evidence"] = evidence(study)
     # the study's batched point belongs beside the study's rig only: left out when no setup ran on it
     rig = hardware.study_rig()
     if not any(s.rig.gpu.name == rig.gpu.name and s.rig.n_cards == rig.n_cards for s in setups):
@@ -180,7 +206,8 @@ def render(res: dict, charts: Sequence[str] = ()) -> str:
              f"requests at once, the KV pool from the memory model. Targets: TTFT <= {slo['ttft_s']:g} s, "
              f"TPOT <= {slo['tpot_s']:g} s. A bucket's winner is the setup with the larger share of the bucket's "
              f"tokens in requests meeting both targets, then the smaller share in rejected requests (too long for the "
-             f"setup's KV pool or the model's context), then the lower token-weighted mean end-to-end latency.")
+             f"setup's KV pool or the model's context), then the lower token-weighted mean end-to-end latency. "
+             "E" + evidence_text(res.get("evidence"))[1:] + ".")
     L.append("")
     for n in t.get("notices") or ():
         L.append(f"Note: {n}.")

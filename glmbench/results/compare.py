@@ -179,6 +179,8 @@ def compare(a: Sequence[dict], b: Sequence[dict], *more: Sequence[dict]) -> tupl
 
     occ = [_occurrences(fl, key) for fl in files]
     runs = any(len(v) > 1 for m in occ for v in m.values())
+    # a calibrated file's cross-validated band (cv_error) beside each of its values: a column per such file
+    banded = [any(r.get("cv_error") is not None for r in fl) for fl in files]
     rows = []
     done = set()
     for ra in files[0]:
@@ -204,9 +206,10 @@ def compare(a: Sequence[dict], b: Sequence[dict], *more: Sequence[dict]) -> tupl
             for f in varying:
                 row[f] = base.get(f)
             row["unit"] = VALUE_FIELDS[t][1]
-            row[letters[0]] = va
-            for L, o in zip(letters[1:], others):
-                row[L] = float(_value(o)) if o is not None else None
+            for j, (L, o) in enumerate(zip(letters, recs)):
+                row[L] = (va if j == 0 else float(_value(o))) if o is not None else None
+                if banded[j]:
+                    row[f"{L} band"] = None if o is None or o.get("cv_error") is None else float(o["cv_error"])
             for L in letters[1:]:
                 row[f"{L}/A"] = (row[L] / va if va else math.nan) if row[L] is not None else None
             rows.append(row)
@@ -244,6 +247,8 @@ def summarize(records: Sequence[dict]) -> tuple[list[dict], list[str]]:
         for f in varying:
             row[f] = r.get(f)
         row["value"] = None if v is None else float(v)
+        if any(x.get("cv_error") is not None for x in recs):   # a calibrated value's cross-validated band
+            row["band"] = None if r.get("cv_error") is None else float(r["cv_error"])
         row["unit"] = VALUE_FIELDS[t][1]
         row["evidence"] = r.get("evidence")
         row["source"] = r.get("source") or ""
@@ -265,9 +270,10 @@ def summarize(records: Sequence[dict]) -> tuple[list[dict], list[str]]:
                     else f"{f}: {how}"
             if line not in lines:
                 lines.append(line)
-    for f in ("device", "n_cards", "weights", "backend"):
+    # what the numbers are for: the card(s) and split, the formats, and the runtime a prediction priced
+    for f in ("device", "n_cards", "split", "weights", "type_k", "backend", "runtime"):
         vals = list(dict.fromkeys(_h(r.get(f)) for r in recs))
-        if f not in varying and len(vals) == 1 and vals[0] is not None and not any(x.startswith(
+        if f not in varying and len(vals) == 1 and vals[0] not in (None, "none") and not any(x.startswith(
                 {"device": "card", "n_cards": "card"}.get(f, f) + ":") for x in lines):
             lines.append(f"{f}: {vals[0]} (as the file says)")
     return rows, lines
