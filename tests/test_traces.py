@@ -43,11 +43,14 @@ def test_shipped_files_are_the_shared_copies():
         assert os.path.isfile(os.path.join(traces.TRACE_DIR, lic))
 
 
+def _azure(tmp_path, rows, name="az.csv"):
+    """An Azure-trace CSV of `rows` ("time,context,generated" lines) in tmp_path, and its path."""
+    p = tmp_path / name
+    p.write_text("TIMESTAMP,ContextTokens,GeneratedTokens\n" + "".join(r + "\n" for r in rows))
+    return p
+
 def test_azure_timestamps_keep_seven_digits(tmp_path):
-    p = tmp_path / "az.csv"
-    p.write_text("TIMESTAMP,ContextTokens,GeneratedTokens\n2023-11-16 18:17:03.9799600,4808,10\n"
-                 "2023-11-16 18:17:04.0319601,3180,8\n")
-    t = traces.read(p)
+    t = traces.read(_azure(tmp_path, ["2023-11-16 18:17:03.9799600,4808,10", "2023-11-16 18:17:04.0319601,3180,8"]))
     assert t.prompt == [4808, 3180] and t.output == [10, 8]
     assert t.arrival_s[1] == pytest.approx(0.0520001, abs=1e-6)
     assert t.hash_ids == [None, None]
@@ -57,11 +60,8 @@ def test_azure_timestamps_keep_the_100_ns_digit(tmp_path):
     # the wall-clock time as one float of Unix seconds (1.7e9) has steps of 2.4e-7 s: a 100 ns
     # digit was lost (up to 2.05e-7 s off on azure-conv-2023) and two requests 100 ns apart could
     # arrive together
-    p = tmp_path / "az.csv"
-    p.write_text("TIMESTAMP,ContextTokens,GeneratedTokens\n2023-11-16 18:17:03.9799600,4808,10\n"
-                 "2023-11-16 18:17:03.9799601,3180,8\n2023-11-16 18:17:03.9799603,10,8\n"
-                 "2023-11-16 19:14:03.9799602,10,8\n")
-    t = traces.read(p)
+    t = traces.read(_azure(tmp_path, ["2023-11-16 18:17:03.9799600,4808,10", "2023-11-16 18:17:03.9799601,3180,8",
+                                      "2023-11-16 18:17:03.9799603,10,8", "2023-11-16 19:14:03.9799602,10,8"]))
     assert t.arrival_s[:3] == [0.0, pytest.approx(1e-7, abs=1e-13), pytest.approx(3e-7, abs=1e-13)]
     assert t.arrival_s[3] == pytest.approx(3420.0000002, abs=1e-10)
 
@@ -69,17 +69,13 @@ def test_azure_timestamps_keep_the_100_ns_digit(tmp_path):
 def test_azure_2024_timestamps_with_a_utc_offset(tmp_path):
     # the 2024 release (AzureLLMInferenceTrace_*_1week.csv) writes pandas' tz-aware times,
     # 2024-05-10 00:00:00.009930+00:00: the reader said it reads the 2024 release and refused them
-    p = tmp_path / "az24.csv"
-    p.write_text("TIMESTAMP,ContextTokens,GeneratedTokens\n2024-05-10 00:00:00.009930+00:00,2162,5\n"
-                 "2024-05-10 00:00:00.011720+00:00,2400,20\n2024-05-10 02:00:01.011720+02:00,10,2\n"
-                 "2024-05-10 00:00:02Z,10,2\n")
-    t = traces.read(p)
+    t = traces.read(_azure(tmp_path, ["2024-05-10 00:00:00.009930+00:00,2162,5", "2024-05-10 00:00:00.011720+00:00,2400,20",
+                                      "2024-05-10 02:00:01.011720+02:00,10,2", "2024-05-10 00:00:02Z,10,2"], "az24.csv"))
     assert t.prompt == [2162, 2400, 10, 10] and t.meta["format"] == "azure"
     assert t.arrival_s == [0.0, pytest.approx(0.00179, abs=1e-12), pytest.approx(1.00179, abs=1e-12),
                            pytest.approx(1.99007, abs=1e-12)]
-    p.write_text("TIMESTAMP,ContextTokens,GeneratedTokens\n2024-05-10 00:00:00.009930+0x:00,2162,5\n")
     with pytest.raises(ValueError, match="az24.csv:2: `TIMESTAMP` must look like"):
-        traces.read(p)
+        traces.read(_azure(tmp_path, ["2024-05-10 00:00:00.009930+0x:00,2162,5"], "az24.csv"))
 
 
 def test_plain_csv_and_jsonl(tmp_path):
