@@ -215,7 +215,8 @@ def test_trace_numbers_say_their_evidence_and_band(ladder):
     st = Study(models=("glm-4.7-flash",), cards=(1,), depths=(1024,), concurrency=(1,), runtime="llama.cpp")
     res = workload.trace_study(st, ladder, progress=False)
     band = rtm.load_runtime("llama.cpp").cv_band("tg", st.configs["glm-4.7-flash"])
-    assert res["evidence"]["kind"] == "calibrated" and res["evidence"]["bands"]["glm-4.7-flash"]["decode"] == band
+    assert res["evidence"] == "calibrated" and res["evidence_detail"]["kind"] == "calibrated"
+    assert res["evidence_detail"]["bands"]["glm-4.7-flash"]["decode"] == band
     want = f"evidence: calibrated (runtime llama.cpp; its step times' cross-validated band: glm-4.7-flash decode ±{100 * band:.0f}%"
     for fig in (plots.trace_winners(res), plots.trace_latency(res)):
         assert fig._supxlabel.get_text().startswith(want)

@@ -800,7 +800,7 @@ def _trace_footer(fig: Figure, res: dict) -> None:
     t = res["trace"]
     s = res["slo"]
     from glmbench.report.workload import evidence_text
-    note = (f"{evidence_text(res.get('evidence'))}\n"
+    note = (f"{evidence_text(res)}\n"
             f"replay of {t['trace']} ({t['requests']} requests, rate x{t.get('rate_scale', 1.0):g}) on the cost model; "
             f"targets TTFT <= {s['ttft_s']:g} s, TPOT <= {s['tpot_s']:g} s; "
             f"server: {res['server']['max_num_seqs']} seqs, {res['server']['max_batched_tokens']}-token steps")

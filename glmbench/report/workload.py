@@ -57,10 +57,13 @@ def evidence(study) -> dict:
     return out
 
 
-def evidence_text(ev: dict | None) -> str:
-    """'evidence: calibrated (llama.cpp; its step times' band: glm-4.7-flash decode ±21% / prefill ±25%, ...)'."""
+def evidence_text(res: dict) -> str:
+    """What a trace study's numbers are: 'evidence: calibrated (runtime llama.cpp; its step times'
+    cross-validated band: glm-4.7-flash decode ±21% / prefill ±25%, ...)' from its `evidence_detail`
+    (trace_study), else the kind replay.study gave its runs (`evidence`), else 'predicted'."""
+    ev = res.get("evidence_detail")
     if not ev:
-        return "evidence: predicted"
+        return f"evidence: {res.get('evidence') or 'predicted'}"
     def pct(v):
         return "–" if v is None else f"±{100 * v:.0f}%"
     bands = "; ".join(f"{m} decode {pct(b['decode'])} / prefill {pct(b['prefill'])}" for m, b in ev["bands"].items())
@@ -76,7 +79,7 @@ def trace_study(study, trace, *, rate_scale: float = 1.0, prefix_cache: Sequence
     setups = study.setups()
     res = rp.study(trace, setups, config, rate_scale=rate_scale, prefix_cache=prefix_cache,
                    ttft_slo_s=ttft_slo_s, tpot_slo_s=tpot_slo_s, progress=progress, keep_results=keep_results)
-    res["evidence"] = evidence(study)
+    res["evidence_detail"] = evidence(study)     # res["evidence"]: the runs' kinds (replay.study)
     # the study's batched point belongs beside the study's rig only: left out when no setup ran on it
     rig = hardware.study_rig()
     if not any(s.rig.gpu.name == rig.gpu.name and s.rig.n_cards == rig.n_cards for s in setups):
@@ -200,14 +203,14 @@ def render(res: dict, charts: Sequence[str] = ()) -> str:
     L.append(f"{t['requests']:,} requests over {t['duration_s']:,.0f} s (rate x{t['rate_scale']:g}), mean prompt "
              f"{t['mean_prompt']:,.0f} and output {t['mean_output']:,.0f} tokens, longest prompt {t['max_prompt']:,}"
              + (f". {t['attribution']}." if t.get("attribution") else "."))
-    L.append(f"Evidence: {res.get('evidence') or 'predicted'}, not measured: replayed on the cost model "
+    L.append(f"Not measured: replayed on the cost model "
              f"(glmbench.predict.replay) with continuous batching, "
              f"{res['server']['max_batched_tokens']}-token chunked-prefill steps, up to {res['server']['max_num_seqs']} "
              f"requests at once, the KV pool from the memory model. Targets: TTFT <= {slo['ttft_s']:g} s, "
              f"TPOT <= {slo['tpot_s']:g} s. A bucket's winner is the setup with the larger share of the bucket's "
              f"tokens in requests meeting both targets, then the smaller share in rejected requests (too long for the "
              f"setup's KV pool or the model's context), then the lower token-weighted mean end-to-end latency. "
-             "E" + evidence_text(res.get("evidence"))[1:] + ".")
+             "E" + evidence_text(res)[1:] + ".")
     L.append("")
     for n in t.get("notices") or ():
         L.append(f"Note: {n}.")
