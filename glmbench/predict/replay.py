@@ -1068,8 +1068,10 @@ def bench_serve(setup: cm.Setup, prompt: int, output: int, requests: int, *, con
     sent (CLIENT_GAP_S), so one sent on a finish joins the step after the one that starts then.
     Replayed on `config` (default: `concurrency` or `requests` seqs, the setup's prefill budget per
     step, no prefix cache; `server_config` gives a server's own defaults) until the send times stop
-    changing (a request's finish depends only on earlier sends, so the k-th round of B requests is
-    fixed after k + 1 replays; without a concurrency limit one replay).
+    changing: a request's finish depends on the sends before it and, where the server has room for
+    more than B (vLLM's 1024 seqs), on those of its own round that join its decode steps, so a round
+    of B requests can take two replays to settle (Qwen3-30B-A3B on an H100, 100 requests 10 at a
+    time: 20 replays); at most 3 x rounds + 3 are run. Without a concurrency limit, one replay.
 
     Returns {"sent_s", "ttft_s", "tpot_s", "e2e_s"} (numpy arrays in send order, from when each
     request was sent: the client's clock, which includes the gap and any wait on the server),
@@ -1097,7 +1099,7 @@ def bench_serve(setup: cm.Setup, prompt: int, output: int, requests: int, *, con
         gaps = np.random.default_rng(seed).gamma(float(burstiness), 1.0 / (float(rate) * float(burstiness)), N - 1)
         gen = np.concatenate([[0.0], np.cumsum(gaps)])
     sent = gen.copy()
-    limit = -(-N // B) + 2
+    limit = 3 * -(-N // B) + 3
     for k in range(1, limit + 1):
         arr = sent + gap
         res = replay(traces_mod.from_requests([(float(a), prompt, output) for a in arr],
@@ -1111,7 +1113,7 @@ def bench_serve(setup: cm.Setup, prompt: int, output: int, requests: int, *, con
             break
         sent = new
     else:
-        raise RuntimeError(f"the client's {N} requests did not settle in {limit} replays")  # cannot happen
+        raise RuntimeError(f"the client's {N} requests did not settle in {limit} replays")
     lat = res.latency
     return {"sent_s": sent, "ttft_s": lat["ttft_s"] + gap, "tpot_s": lat["decode_s"] / max(output - 1, 1),
             "e2e_s": lat["e2e_s"] + gap, "result": res, "replays": k}
