@@ -182,14 +182,26 @@ def read(path, *, model: str | None = None, default_model: str | None = None,
         raise FormatError(f"{p}: no such file")
     if os.path.isdir(p):
         raise FormatError(f"{p}: is a folder, not a results file")
+    with open(p, "rb") as f:
+        raw = f.read()
+    return read_text(decoded(raw, p), p, model=model, default_model=default_model, notices=notices)
+
+
+def decoded(raw: bytes, path) -> str:
+    """A results file's text: UTF-8 (a byte-order mark dropped), or UTF-16 (what Windows PowerShell 5's
+    `llama-bench ... > out.md` and Out-File write: with its byte-order mark; without one, told by the zero byte
+    beside each ASCII character); else a FormatError naming the line."""
+    even, odd = raw[0::2], raw[1::2]
+    enc = ("utf-16" if raw.startswith((b"\xff\xfe", b"\xfe\xff")) else
+           next((e for e, z, nz in (("utf-16-le", odd, even), ("utf-16-be", even, odd))
+                 if len(raw) >= 8 and z.count(0) >= 0.9 * len(z) and nz.count(0) <= 0.1 * len(nz)), "utf-8-sig"))
     try:
-        with open(p, "rb") as f:
-            raw = f.read()
-        text = raw.decode("utf-8-sig")
+        return raw.decode(enc)
     except UnicodeDecodeError as e:
+        if enc != "utf-8-sig":
+            raise FormatError(f"{path}: not valid UTF-16 text (byte {e.start}: {e.reason})") from None
         line = raw[:e.start].count(b"\n") + 1
-        raise FormatError(f"{p}:{line}: not a text file (not UTF-8)") from None
-    return read_text(text, p, model=model, default_model=default_model, notices=notices)
+        raise FormatError(f"{path}:{line}: not a text file (not UTF-8)") from None
 
 
 def read_text(text: str, path: str = "<text>", *, model: str | None = None,

@@ -1,0 +1,80 @@
+"""Results as people paste them after a copy from a rendered page or a forum's editor: non-breaking and
+zero-width spaces in the cells, Reddit's editor's markdown escapes (`n\\_ubatch`, `Q4\\_K`), bold cells, an
+escaped pipe, two runs' columns side by side, a file saved as UTF-16 (Windows PowerShell's `>`), a serving
+block with a blank line between its lines, vLLM's printed arguments. Each reads the same records as the
+plain paste, or is one error naming the file and the line; the numbers are invented."""
+import pytest
+
+from glmbench.results import importers as im
+
+
+def write(tmp_path, name, text):
+    p = tmp_path / name
+    p.write_text(text, encoding="utf-8")
+    return str(p)
+
+
+def plain(recs):
+    """The records without where and how they were read."""
+    return [{k: v for k, v in r.items() if k not in ("source", "inferred")} for r in recs]
+
+
+LB = ("$ llama-bench -m Qwen3-32B-Q4_K_M.gguf -ngl 99 -ub 2048 -fa 1 -p 512 -n 128 -d 0,8192\n"
+      "ggml_cuda_init: found 1 CUDA devices:\n"
+      "  Device 0: NVIDIA GeForce RTX 4090, compute capability 8.9, VMM: yes\n"
+      "| model                          |       size |     params | backend    | ngl | n_ubatch | fa |            test |                  t/s |\n"
+      "| ------------------------------ | ---------: | ---------: | ---------- | --: | -------: | -: | --------------: | -------------------: |\n"
+      "| qwen3 32B Q4_K - Medium        |  18.40 GiB |    32.76 B | CUDA       |  99 |     2048 |  1 |           pp512 |      2570.45 ± 12.76 |\n"
+      "| qwen3 32B Q4_K - Medium        |  18.40 GiB |    32.76 B | CUDA       |  99 |     2048 |  1 |           tg128 |         37.71 ± 0.46 |\n"
+      "| qwen3 32B Q4_K - Medium        |  18.40 GiB |    32.76 B | CUDA       |  99 |     2048 |  1 |   pp512 @ d8192 |       1965.99 ± 4.39 |\n"
+      "| qwen3 32B Q4_K - Medium        |  18.40 GiB |    32.76 B | CUDA       |  99 |     2048 |  1 |   tg128 @ d8192 |         34.50 ± 0.45 |\n"
+      "\nbuild: 4be1e7c (6931)\n")
+
+SWEEP = ("Qwen3-32B Q4_K_M on an RTX 4090\n\n"
+         "main: n_kv_max = 16896, n_batch = 2048, n_ubatch = 1024, flash_attn = 1, n_gpu_layers = 99, n_threads = 16, "
+         "n_threads_batch = 16\n\n"
+         "|    PP |     TG |   N_KV |   T_PP s | S_PP t/s |   T_TG s | S_TG t/s |\n"
+         "|-------|--------|--------|----------|----------|----------|----------|\n"
+         "|   512 |    128 |      0 |    0.199 |  2570.45 |    3.394 |    37.71 |\n"
+         "|   512 |    128 |   2048 |    0.213 |  2399.76 |    3.495 |    36.63 |\n")
+
+BATCHED = ("main: n_kv_max = 32768, n_batch = 2048, n_ubatch = 512, flash_attn = 1, is_pp_shared = 0, "
+           "n_gpu_layers = 99, n_threads = 16, n_threads_batch = 16\n\n"
+           "|    PP |     TG |    B |   N_KV |   T_PP s | S_PP t/s |   T_TG s | S_TG t/s |      T s |    S t/s |\n"
+           "|-------|--------|------|--------|----------|----------|----------|----------|----------|----------|\n"
+           "|   128 |    128 |    1 |    256 |    0.061 |  2106.79 |    3.520 |    36.37 |    3.580 |    71.50 |\n"
+           "|   128 |    128 |    2 |    512 |    0.108 |  2373.95 |    3.589 |    71.33 |    3.697 |   138.50 |\n")
+
+
+@pytest.mark.parametrize("bom,enc", [("\ufeff", "utf-16-le"), ("\ufeff", "utf-16-be"), ("", "utf-16")])
+def test_a_utf16_file_with_a_byte_order_mark_reads_as_its_text(tmp_path, bom, enc):
+    # Windows PowerShell 5's `llama-bench ... > out.md` (and Out-File) writes UTF-16 LE with a byte-order mark
+    want = plain(im.read(write(tmp_path, "plain.md", LB)))
+    p = tmp_path / "ps.md"
+    p.write_bytes((bom + LB.replace("\n", "\r\n")).encode(enc))     # ("utf-16" writes its own mark)
+    before = p.read_bytes()
+    assert plain(im.read(str(p))) == want
+    assert p.read_bytes() == before
+
+
+def test_utf16_without_a_byte_order_mark_reads_as_its_text(tmp_path):
+    # (the zero byte beside each ASCII character tells it); a binary file is still no text
+    want = plain(im.read(write(tmp_path, "plain.md", LB)))
+    for enc in ("utf-16-le", "utf-16-be"):
+        p = tmp_path / "nobom.md"
+        p.write_bytes(LB.encode(enc))
+        assert plain(im.read(str(p))) == want
+    p.write_bytes(bytes(range(128, 256)) * 8)
+    with pytest.raises(im.FormatError, match=r"nobom\.md:1: not a text file \(not UTF-8\)"):
+        im.read(str(p))
+
+
+def test_calibrate_reads_a_utf16_paste_as_compare_does(tmp_path):
+    from glmbench.predict import calibrate
+    p = tmp_path / "ps.md"
+    p.write_bytes(("\ufeff" + LB).encode("utf-16-le"))
+    got = [r for _, r in calibrate.read_measured(str(p))]
+    assert plain(got) == plain(im.read(write(tmp_path, "plain.md", LB)))
+    p.write_bytes(bytes(range(128, 256)) * 8)
+    with pytest.raises(calibrate.CalibrationError, match=r"ps\.md:1: not a text file"):
+        calibrate.read_measured(str(p))
