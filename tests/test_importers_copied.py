@@ -46,6 +46,71 @@ BATCHED = ("main: n_kv_max = 32768, n_batch = 2048, n_ubatch = 512, flash_attn =
            "|   128 |    128 |    2 |    512 |    0.108 |  2373.95 |    3.589 |    71.33 |    3.697 |   138.50 |\n")
 
 
+def _table_lines(text, f):
+    return "".join(f(ln) if ln.startswith("|") else ln for ln in text.splitlines(keepends=True))
+
+
+@pytest.mark.parametrize("space", ["\u00a0", "\u202f", "\u2007"])
+def test_non_breaking_spaces_in_a_copied_table_read_as_spaces(tmp_path, space):
+    # a table copied from a rendered page (or typed in an editor that keeps &nbsp;) has U+00A0 where the cells'
+    # padding and the words in a cell ("qwen3 32B Q4_K - Medium", "S_PP t/s") had spaces
+    for text in (LB, SWEEP, LB + "\n" + BATCHED):
+        want = plain(im.read(write(tmp_path, "plain.md", text)))
+        got = plain(im.read(write(tmp_path, "nbsp.md", _table_lines(text, lambda ln: ln.replace(" ", space)))))
+        assert got == want
+
+
+def test_zero_width_spaces_in_a_copied_table_are_dropped(tmp_path):
+    want = plain(im.read(write(tmp_path, "plain.md", LB)))
+    zw = _table_lines(LB, lambda ln: ln.replace("|  99 |", "|  99\u200b |").replace("CUDA ", "CUDA\u200b"))
+    assert plain(im.read(write(tmp_path, "zw.md", zw))) == want
+
+
+def test_reddit_s_markdown_escapes_read_as_the_characters(tmp_path):
+    # Reddit's editor writes `_` and `*` as `\_` and `\*` in the markdown it keeps ("n\_ubatch", "Q4\_K - Medium",
+    # "main: n\_kv\_max = ..."): the column, the file type and sweep-bench's settings line are the same
+    for text in (LB, SWEEP, BATCHED):
+        want = plain(im.read(write(tmp_path, "plain.md", text)))
+        got = plain(im.read(write(tmp_path, "reddit.md", text.replace("_", "\\_"))))
+        assert got == want
+    r = im.read(write(tmp_path, "reddit.md", LB.replace("_", "\\_")))[0]
+    assert (r["n_ubatch"], r["weights"], r["model_type"]) == (2048, "Q4_K_M", "qwen3 32B Q4_K - Medium")
+
+
+def test_bold_cells_read_as_their_text(tmp_path):
+    want = plain(im.read(write(tmp_path, "plain.md", LB)))
+    bold = LB.replace("2570.45 ± 12.76", "**2570.45 ± 12.76**").replace("37.71 ± 0.46", "**37.71** ± 0.46") \
+        .replace("| model  ", "| **model**").replace("|            test |", "| **test** |")
+    assert plain(im.read(write(tmp_path, "bold.md", bold))) == want
+    want = plain(im.read(write(tmp_path, "plain.md", SWEEP)))
+    assert plain(im.read(write(tmp_path, "bold.md", SWEEP.replace("2570.45", "**2570.45**")))) == want
+
+
+def test_an_escaped_pipe_in_the_ot_column_is_the_pattern_s_pipe(tmp_path):
+    # GitHub needs `\|` for a pipe inside a table cell: -ot's regex alternation written so that the table renders
+    row = ("| qwen3 32B Q4_K - Medium        |  18.40 GiB |    32.76 B | CUDA       |  99 | "
+           "blk\\.(2[0-9]{p}3[0-9])\\.ffn_.*_exps\\.=CPU |           tg128 |         17.71 ± 0.46 |\n")
+    head = ("| model                          |       size |     params | backend    | ngl | ot | test | t/s |\n"
+            "| --- | ---: | ---: | --- | --: | --- | ---: | ---: |\n")
+    (a,) = im.read(write(tmp_path, "raw.md", head + row.format(p="|")))
+    (b,) = im.read(write(tmp_path, "esc.md", head + row.format(p="\\|")))
+    assert a["tensor_buft_overrides"] == b["tensor_buft_overrides"] == "blk\\.(2[0-9]|3[0-9])\\.ffn_.*_exps\\.=CPU"
+    assert plain([a]) == plain([b])
+
+
+def test_an_en_dash_in_the_file_type_reads_as_llama_bench_s_hyphen(tmp_path):
+    # a blog's editor turns " - " into " – ": "Q4_K – Medium" is llama.cpp's "Q4_K - Medium"
+    want = plain(im.read(write(tmp_path, "plain.md", LB)))
+    assert plain(im.read(write(tmp_path, "dash.md", LB.replace("Q4_K - Medium", "Q4_K \u2013 Medium")))) == want
+
+
+def test_an_html_plus_minus_entity_reads_as_plus_minus(tmp_path):
+    # a table written in HTML-aware markdown, or copied from a page's source: "2570.45 &plusmn; 12.76"
+    want = plain(im.read(write(tmp_path, "plain.md", LB)))
+    for ent in ("&plusmn;", "&#177;", "&#xB1;"):
+        assert plain(im.read(write(tmp_path, "ent.md", LB.replace("±", ent)))) == want
+
+
 @pytest.mark.parametrize("bom,enc", [("\ufeff", "utf-16-le"), ("\ufeff", "utf-16-be"), ("", "utf-16")])
 def test_a_utf16_file_with_a_byte_order_mark_reads_as_its_text(tmp_path, bom, enc):
     # Windows PowerShell 5's `llama-bench ... > out.md` (and Out-File) writes UTF-16 LE with a byte-order mark

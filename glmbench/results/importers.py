@@ -2358,7 +2358,20 @@ def _unquote(text: str) -> list[str]:
 def _unquote_tabs(text: str) -> tuple[list[str], set]:
     """_unquote's lines and the indexes of the header lines of tables copied from a rendered page
     (which have no separator line under them)."""
-    return _tab_tables(_outer_pipes([_QUOTE.sub("", ln) for ln in text.splitlines()]))
+    return _tab_tables(_outer_pipes([_plain_line(_QUOTE.sub("", ln)) for ln in text.splitlines()]))
+
+
+# what a copy from a rendered page or a forum's editor puts in a pasted line: a non-breaking (or another fixed-
+# width) space for a space ("S_PP\u00a0t/s", "qwen3\u00a032B"), a zero-width space, and Reddit's editor's markdown
+# escapes of `_` and `*` ("n\_ubatch", "Q4\_K - Medium", "main: n\_kv\_max = ..."; -ot's "blk\.1\." kept)
+_ODD_SPACE = re.compile(r"[\u00a0\u2000-\u200a\u202f\u205f\u3000]")
+_ZERO_WIDTH = re.compile(r"[\u200b\u2060\ufeff]")
+_MD_ESCAPE = re.compile(r"(?<!\\)\\([_*])")
+
+
+def _plain_line(ln: str) -> str:
+    """A pasted line with fixed-width spaces as spaces, zero-width spaces dropped and `\\_` / `\\*` unescaped."""
+    return _MD_ESCAPE.sub(r"\1", _ZERO_WIDTH.sub("", _ODD_SPACE.sub(" ", ln)))
 
 
 # the header cells that make a tab-separated line a benchmark table's header (llama-bench; sweep- / batched-bench)
@@ -3067,9 +3080,10 @@ _KV_TEXT = re.compile(r"(?:(?<=\s)|^)(?:-ctk|-ctv|-ctkd|-ctvd|--cache-type-[kv](
 FA_AUTO_BUILD = 6000
 
 
-# llama-bench's "mean ± stddev" as pastes spell it: "+-" or "+/-" typed by hand, and the UTF-8 "±"
-# shown in a Windows console's code page ("Â±" in cp1252, "┬▒" in cp437) and copied from there
-_PLUS_MINUS = re.compile(r"\+/?-|Â±|┬▒")
+# llama-bench's "mean ± stddev" as pastes spell it: "+-" or "+/-" typed by hand, the UTF-8 "±"
+# shown in a Windows console's code page ("Â±" in cp1252, "┬▒" in cp437) and copied from there, and
+# the HTML entity of a table written in HTML or copied from a page's source ("&plusmn;")
+_PLUS_MINUS = re.compile(r"\+/?-|Â±|┬▒|&plusmn;|&#177;|&#[xX][bB]1;")
 
 
 def _plus_minus(cell: str) -> str:
@@ -4281,13 +4295,18 @@ def _jsonl(text, path) -> list[tuple[int, dict]]:
     return out
 
 
+_CELL_DASH = re.compile(r"[\u2010-\u2015\u2212]")   # a hyphen an editor made typographic ("Q4_K \u2013 Medium")
+
+
 def _split_md(ln: str) -> list[str]:
+    """A markdown table line's cells: split at its pipes but an escaped one (`\\|`, GitHub's pipe inside a cell,
+    kept as `|`), each cell stripped, its bold markers (`**`) dropped and a typographic dash read as `-`."""
     s = ln.strip()
     if s.startswith("|"):
         s = s[1:]
-    if s.endswith("|"):
+    if s.endswith("|") and not s.endswith("\\|"):
         s = s[:-1]
-    return [c.strip() for c in s.split("|")]
+    return [_CELL_DASH.sub("-", c.replace("\\|", "|").replace("**", "")).strip() for c in re.split(r"(?<!\\)\|", s)]
 
 
 def _md_headers(text) -> list[list[str]]:
