@@ -111,6 +111,26 @@ def test_an_html_plus_minus_entity_reads_as_plus_minus(tmp_path):
         assert plain(im.read(write(tmp_path, "ent.md", LB.replace("±", ent)))) == want
 
 
+@pytest.mark.parametrize("text,col", [
+    (SWEEP.replace("| S_TG t/s |\n|-------|", "| S_TG t/s |   T_PP s | S_PP t/s |\n|-------|---|---|")
+     .replace("37.71 |\n", "37.71 | 0.150 | 3413.33 |\n").replace("36.63 |\n", "36.63 | 0.160 | 3200.00 |\n"), "T_PP s"),
+    ("llama-bench, master then the PR:\n"
+     "| model                   |       size |     params | backend | ngl |  test |             t/s |             t/s |\n"
+     "| ----------------------- | ---------: | ---------: | ------- | --: | ----: | --------------: | --------------: |\n"
+     "| qwen3 32B Q4_K - Medium |  18.40 GiB |    32.76 B | CUDA    |  99 | pp512 | 2570.45 ± 12.76 | 2870.45 ± 12.76 |\n"
+     "| qwen3 32B Q4_K - Medium |  18.40 GiB |    32.76 B | CUDA    |  99 | tg128 |    37.71 ± 0.46 |    39.71 ± 0.46 |\n",
+     "t/s"),
+])
+def test_two_runs_side_by_side_under_one_header_is_an_error(tmp_path, text, col):
+    # two runs' columns pasted side by side under one header ("| ... | S_PP t/s | ... | S_PP t/s |", main and a PR):
+    # which of them a record takes cannot be told; silently the right-hand one was read
+    p = write(tmp_path, "side.md", text)
+    with pytest.raises(im.FormatError) as e:
+        im.read(p)
+    line = text.splitlines().index(next(ln for ln in text.splitlines() if ln.startswith("|"))) + 1
+    assert f"side.md:{line}:" in str(e.value) and repr(col) in str(e.value)
+
+
 @pytest.mark.parametrize("bom,enc", [("\ufeff", "utf-16-le"), ("\ufeff", "utf-16-be"), ("", "utf-16")])
 def test_a_utf16_file_with_a_byte_order_mark_reads_as_its_text(tmp_path, bom, enc):
     # Windows PowerShell 5's `llama-bench ... > out.md` (and Out-File) writes UTF-16 LE with a byte-order mark

@@ -2743,6 +2743,12 @@ def _read_pasted(text, ctx):
             _fail(ctx.path, b.split_at[0], f"a separator line under the table row on line {b.split_at[1]} (the "
                                            f"table begun on line {b.start}) would make that row a new table's header "
                                            "and lose the rows from it on; remove the separator line")
+        twice = list(dict.fromkeys(c for c in (b.header or []) if c and b.header.count(c) > 1))
+        if b.kind in _TABLE_KINDS and twice:
+            # two runs' columns side by side under one header (main | PR): which one a record is cannot be told
+            _fail(ctx.path, b.start, f"the table's header names column{'s' if len(twice) > 1 else ''} "
+                                     f"{', '.join(repr(c) for c in twice)} twice (two runs side by side?): which "
+                                     "one a record is cannot be told; paste one table per run")
         text_before = "\n".join(lines[:b.start - 1])
         # what "the file's other tables" name: under a heading of its own (a page with a section per model),
         # only the tables of that section, never another model's
