@@ -163,3 +163,38 @@ def test_calibrate_reads_a_utf16_paste_as_compare_does(tmp_path):
     p.write_bytes(bytes(range(128, 256)) * 8)
     with pytest.raises(calibrate.CalibrationError, match=r"ps\.md:1: not a text file"):
         calibrate.read_measured(str(p))
+
+
+SERVE_BLOCK = ("============ Serving Benchmark Result ============\n"
+               "Successful requests:                     512\n"
+               "Benchmark duration (s):                  62.51\n"
+               "Total input tokens:                      524288\n"
+               "Total generated tokens:                  131072\n"
+               "Request throughput (req/s):              8.19\n"
+               "Request goodput (req/s):                 7.95\n"
+               "Output token throughput (tok/s):         2096.84\n"
+               "Peak output token throughput (tok/s):    3264.00\n"
+               "Peak concurrent requests:                64.00\n"
+               "Total Token throughput (tok/s):          10484.18\n"
+               "---------------Time to First Token----------------\n"
+               "Mean TTFT (ms):                          412.33\n"
+               "Median TTFT (ms):                        380.12\n"
+               "P99 TTFT (ms):                           1203.55\n"
+               "-----Time per Output Token (excl. 1st token)------\n"
+               "Mean TPOT (ms):                          28.91\n"
+               "==================================================\n")
+CLIENT = ("$ vllm bench serve --model Qwen/Qwen3-30B-A3B --dataset-name random --random-input-len 1024 "
+          "--random-output-len 256 --num-prompts 512 --max-concurrency 64\n")
+
+
+def test_a_serving_block_with_blank_lines_between_its_lines_reads_whole(tmp_path):
+    # Reddit's editor (and some chat apps) keep a line break only as a blank line: the block's lines one apart
+    want = plain(im.read(write(tmp_path, "plain.log", CLIENT + SERVE_BLOCK)))
+    spaced = CLIENT + SERVE_BLOCK.replace("\n", "\n\n")
+    assert plain(im.read(write(tmp_path, "spaced.log", spaced))) == want
+    one = CLIENT + SERVE_BLOCK.replace("512\nBenchmark", "512\n\nBenchmark")
+    assert plain(im.read(write(tmp_path, "one.log", one))) == want
+    # prose after a block without its closing rule is not read as the block's
+    cut = CLIENT + SERVE_BLOCK.replace("=" * 50 + "\n", "") + "\nNote: a warm cache.\n\nMean TPOT (ms): 99.0\n"
+    (r,) = im.read(write(tmp_path, "cut.log", cut))
+    assert r["tpot_s"] == pytest.approx(0.02891)

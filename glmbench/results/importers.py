@@ -2524,8 +2524,16 @@ def _scan(text) -> tuple[list[_Block], dict]:
             b = _Block("sglang-offline" if offline else "serve", no)
             keys = _SGL_OFFLINE_KEYS if offline else _SERVE_KEYS
             j = i + 1
-            while j < n and lines[j].strip() and not re.fullmatch(r"=+", lines[j].strip()):
-                m = re.match(r"^\s*([A-Za-z][A-Za-z0-9 ./()_-]*?)\s*(?:\(([^)]*)\))?\s*:\s*(\S.*?)\s*$", lines[j])
+            while j < n and not re.fullmatch(r"=+", lines[j].strip()):
+                if not lines[j].strip():
+                    # a blank line between the block's lines (a forum's editor keeps a line break only as one):
+                    # the block goes on where the next line is one of its own
+                    k = next((k for k in range(j, n) if lines[k].strip()), n)
+                    if k < n and _in_serve_block(lines[k], keys):
+                        j = k
+                        continue
+                    break
+                m = _SERVE_KV.match(lines[j])
                 # the bracket is the value's unit ("(ms)", "(tok/s)"); any other is part of the name: SGLang's
                 # `Total generated tokens (retokenized):` after `Total generated tokens:` is another count
                 if m and (m.group(2) is None or _SERVE_UNIT.fullmatch(m.group(2).strip())):
@@ -2705,6 +2713,21 @@ def _scan(text) -> tuple[list[_Block], dict]:
     if pending is not None:
         blocks.append(pending)
     return blocks, assigned
+
+
+_SERVE_KV = re.compile(r"^\s*([A-Za-z][A-Za-z0-9 ./()_-]*?)\s*(?:\(([^)]*)\))?\s*:\s*(\S.*?)\s*$")
+
+
+def _in_serve_block(ln: str, keys: dict) -> bool:
+    """`ln` is a line of a serving benchmark's block: a `Key: value` line of one of `keys` or with a number (or
+    inf, None, "not set") for its value, or one of its rules ("-----Time to First Token-----", the closing ====)."""
+    st = ln.strip()
+    if _SERVE_START.match(st) or _SGL_OFFLINE_START.match(st):
+        return False     # the next block
+    m = _SERVE_KV.match(ln)
+    if m:
+        return bool(keys.get(m.group(1).strip().lower()) or re.fullmatch(r"[\d.]+|inf|nan|None|not set", m.group(3)))
+    return bool(re.fullmatch(r"-{3,}[\w ().-]*-{3,}|=+", st))
 
 
 def _block_hints(b: _Block) -> list[tuple[str, str]]:
