@@ -198,3 +198,25 @@ def test_a_serving_block_with_blank_lines_between_its_lines_reads_whole(tmp_path
     cut = CLIENT + SERVE_BLOCK.replace("=" * 50 + "\n", "") + "\nNote: a warm cache.\n\nMean TPOT (ms): 99.0\n"
     (r,) = im.read(write(tmp_path, "cut.log", cut))
     assert r["tpot_s"] == pytest.approx(0.02891)
+
+
+def test_vllm_s_printed_arguments_with_sharegpt_output_len_are_vllm_s(tmp_path):
+    # vLLM's benchmark_serving.py (v0.5.x on) and `vllm bench serve` have --sharegpt-output-len too: its Namespace
+    # line, which names every argument, is vLLM's client, not SGLang's (the runtime model is vLLM's)
+    ns = ("Namespace(backend='vllm', base_url=None, host='localhost', port=8000, endpoint='/v1/completions', "
+          "dataset=None, dataset_name='random', dataset_path=None, max_concurrency=64, model='Qwen/Qwen3-30B-A3B', "
+          "tokenizer=None, best_of=1, use_beam_search=False, num_prompts=512, logprobs=None, request_rate=inf, "
+          "burstiness=1.0, seed=0, trust_remote_code=False, disable_tqdm=False, profile=False, save_result=False, "
+          "metadata=None, result_dir=None, result_filename=None, ignore_eos=False, percentile_metrics='ttft,tpot,itl', "
+          "metric_percentiles='99', goodput=None, sonnet_input_len=550, sonnet_output_len=150, sonnet_prefix_len=200, "
+          "sharegpt_output_len=None, random_input_len=1024, random_output_len=256, random_range_ratio=1.0, "
+          "random_prefix_len=0, hf_subset=None, hf_split=None, hf_output_len=None, tokenizer_mode='auto', "
+          "served_model_name=None, lora_modules=None)\n")
+    from glmbench.predict import runtime
+    (r,) = im.read(write(tmp_path, "ns.log", ns + SERVE_BLOCK))
+    assert r["tool"].startswith("vllm") and runtime.from_record(r) == "vllm"
+    assert (r["max_concurrency"], r["n_streams"], r["model"]) == (64, 64, "qwen3-30b-a3b")
+    # SGLang's own Namespace keeps its fields only SGLang has
+    sg = ns.replace("'vllm'", "'sglang'").replace("ignore_eos=False", "extra_request_body=None, disable_stream=False")
+    (r,) = im.read(write(tmp_path, "sg.log", sg + SERVE_BLOCK))
+    assert r["tool"].startswith("sglang")

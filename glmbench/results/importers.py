@@ -1901,9 +1901,10 @@ _SGL_OFFLINE_CMD = re.compile(r"sglang\.bench_offline_throughput|sglang\.benchma
 # benchmark_throughput.py too), SGLang's bench_serving
 # `benchmark_args=Namespace(...)` and then `Namespace(...)` (sglang 0.5.23 sglang/benchmark/serving.py)
 _NAMESPACE_RE = re.compile(r"^\s*(?:(\w*args)\s*=\s*)?Namespace\((.*)\)\s*$")
-# fields only SGLang's bench_serving has (its plain `Namespace(...)` line names no tool)
-_SGLANG_ARGS = ("sharegpt_output_len", "extra_request_body", "disable_stream", "warmup_requests", "flush_cache",
-                "gsp_num_groups", "pd_separated")
+# fields only SGLang's bench_serving has (its plain `Namespace(...)` line names no tool); not sharegpt_output_len,
+# which vLLM's benchmark_serving.py (since 0.5) and `vllm bench serve` have too
+_SGLANG_ARGS = ("extra_request_body", "disable_stream", "warmup_requests", "flush_cache", "output_file",
+                "disable_ignore_eos", "gsp_num_groups", "pd_separated")
 # Namespace field -> the client's option; the values as the command line would give them
 _NAMESPACE_ARGS = {"backend": "--backend", "model": "--model", "num_prompts": "--num-prompts",
                    "max_concurrency": "--max-concurrency", "request_rate": "--request-rate",
