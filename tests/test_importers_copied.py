@@ -220,3 +220,33 @@ def test_vllm_s_printed_arguments_with_sharegpt_output_len_are_vllm_s(tmp_path):
     sg = ns.replace("'vllm'", "'sglang'").replace("ignore_eos=False", "extra_request_body=None, disable_stream=False")
     (r,) = im.read(write(tmp_path, "sg.log", sg + SERVE_BLOCK))
     assert r["tool"].startswith("sglang")
+
+
+def _html(text, one_line=False):
+    """LB's table as an HTML <table> (GitHub renders one in a comment): a cell per line in its header row, a row
+    per line below it; or the whole table on one line."""
+    rows = [ln for ln in text.splitlines() if ln.startswith("|") and "---" not in ln]
+    cells = [[c.strip() for c in r.strip().strip("|").split("|")] for r in rows]
+    head = "  <tr>\n" + "".join(f"    <th>{c}</th>\n" for c in cells[0]) + "  </tr>\n"
+    body = "".join("  <tr>" + "".join(f"<td>{c.replace('±', '&plusmn;')}</td>" for c in r) + "</tr>\n"
+                   for r in cells[1:])
+    table = "<table>\n<thead>\n" + head + "</thead>\n<tbody>\n" + body + "</tbody>\n</table>\n"
+    if one_line:
+        table = table.replace("\n", "") + "\n"
+    lines = text.splitlines()
+    first = next(i for i, ln in enumerate(lines) if ln.startswith("|"))
+    after = [ln for ln in lines[first:] if not ln.startswith("|")]
+    return "".join(ln + "\n" for ln in lines[:first]) + table + "".join(ln + "\n" for ln in after)
+
+
+def test_an_html_table_reads_as_its_markdown(tmp_path):
+    # a comment's table written in HTML (<table>, <tr>, <th> / <td>, entities, a <b> cell): each row at its <tr>'s line
+    want = plain(im.read(write(tmp_path, "plain.md", LB)))
+    html = _html(LB).replace("<td>2570.45", "<td><b>2570.45</b>")
+    got = im.read(write(tmp_path, "html.md", html))
+    assert plain(got) == want
+    first = html.splitlines().index(next(ln for ln in html.splitlines() if "<td>" in ln)) + 1
+    assert got[0]["source"].endswith(f"html.md:{first}")
+    # a whole table on one line has no line per row: an error naming it, not a silent miss
+    with pytest.raises(im.FormatError, match=r"one\.md:4: .*HTML table"):
+        im.read(write(tmp_path, "one.md", _html(LB, one_line=True)))

@@ -98,6 +98,7 @@ from __future__ import annotations
 
 import ast
 import csv
+import html
 import io
 import json
 import math
@@ -652,6 +653,11 @@ def detect(text: str, path: str = "<text>") -> str:
         return "scoreboard-csv"
     if set(KOBOLD_CSV_COLUMNS) <= set(c.strip() for c in cols):
         return "koboldcpp-csv"
+    crammed = next((i for i, ln in enumerate(text.splitlines(), 1) if len(re.findall(r"<tr\b", ln, re.I)) > 1 and any(
+        h <= {re.sub(r"<[^>]*>", "", c).strip() for _, c in _HTML_CELL.findall(ln)} for h in _TAB_HEADERS)), None)
+    if crammed:     # (_html_tables reads an HTML table whose rows each start a line)
+        _fail(path, crammed, "an HTML table with several of its rows on one line: put each <tr> on a line of its own "
+                             "(or paste the markdown table the tool printed)")
     _fail(path, first_line, "not a results format glmbench reads (" + "; ".join(FORMATS.values()) + ")")
 
 
@@ -2359,7 +2365,38 @@ def _unquote(text: str) -> list[str]:
 def _unquote_tabs(text: str) -> tuple[list[str], set]:
     """_unquote's lines and the indexes of the header lines of tables copied from a rendered page
     (which have no separator line under them)."""
-    return _tab_tables(_outer_pipes([_plain_line(_QUOTE.sub("", ln)) for ln in text.splitlines()]))
+    out, heads = _tab_tables(_outer_pipes([_plain_line(_QUOTE.sub("", ln)) for ln in text.splitlines()]))
+    return _html_tables(out, heads)
+
+
+_HTML_CELL = re.compile(r"<t([hd])\b[^>]*>(.*?)</t[hd]\s*>", re.I | re.S)
+
+
+def _html_tables(lines: list[str], heads: set) -> tuple[list[str], set]:
+    """`lines` with each benchmark table written in HTML (<table> ... </table>, as a comment on GitHub may be) as a
+    markdown one: each row (<tr>, its <th> / <td> cells, tags dropped, entities read) on the line its <tr> starts,
+    the table's other lines blank, the header's index added to `heads`; a table with two rows on one line is left
+    as it is (_read_pasted names it)."""
+    if not any("<table" in ln.lower() for ln in lines):
+        return lines, heads
+    out, i = list(lines), 0
+    while i < len(out):
+        if "<table" not in out[i].lower():
+            i += 1
+            continue
+        end = next((j for j in range(i, len(out)) if "</table" in out[j].lower()), len(out) - 1)
+        starts = [j for j in range(i, end + 1) for _ in re.finditer(r"<tr\b", out[j], re.I)]
+        body = "\n".join(out[i:end + 1])
+        rows = [[html.unescape(re.sub(r"<[^>]*>", "", c)).strip() for _, c in _HTML_CELL.findall(tr)]
+                for tr in re.split(r"<tr\b[^>]*>", body, flags=re.I)[1:]]
+        if rows and len(starts) == len(rows) == len(set(starts)) and any(h <= set(rows[0]) for h in _TAB_HEADERS):
+            for j in range(i, end + 1):
+                out[j] = ""
+            for j, cells in zip(starts, rows):
+                out[j] = "| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |"
+            heads = heads | {starts[0]}
+        i = end + 1
+    return out, heads
 
 
 # what a copy from a rendered page or a forum's editor puts in a pasted line: a non-breaking (or another fixed-
