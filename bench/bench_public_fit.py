@@ -386,8 +386,7 @@ def _scoreboards(path) -> list[str]:
         for f in sorted(os.listdir(sub)):
             p = os.path.join(sub, f)
             if p.endswith(".csv") and os.path.isfile(p):
-                with open(p, encoding="utf-8-sig", errors="replace") as fh:
-                    head = fh.readline()
+                head = public_records.text_of(p).split("\n", 1)[0]     # (UTF-8, or UTF-16)
                 try:
                     if importers.detect(head, p) == "scoreboard-csv":
                         out.append(p)

@@ -219,11 +219,10 @@ def _blank_between(path, a, b, cache={}):
     them: a table a blank line or stderr's lines split is one table)."""
     if path not in cache:
         try:
-            with open(path, encoding="utf-8-sig", errors="replace") as f:
-                # llama-bench --progress lines and llama.cpp's other log lines between rows (stderr in a terminal's
-                # copy; importers.is_log_line): none
-                unquoted = [re.sub(r"^[ \t]*(?:>[ \t]?)+", "", x) for x in f.read().splitlines()]
-                cache[path] = ["" if importers.is_log_line(x) else x.strip() for x in unquoted]
+            # llama-bench --progress lines and llama.cpp's other log lines between rows (stderr in a terminal's
+            # copy; importers.is_log_line): none
+            unquoted = [re.sub(r"^[ \t]*(?:>[ \t]?)+", "", x) for x in text_of(path).splitlines()]
+            cache[path] = ["" if importers.is_log_line(x) else x.strip() for x in unquoted]
         except OSError:
             cache[path] = None
     lines = cache[path]
@@ -477,21 +476,31 @@ class Skip(Exception):
     """A file the generic path leaves out (the reason is the message)."""
 
 
+def text_of(path) -> str:
+    """A paste's or a sidecar's text as importers.read decodes it (UTF-8, or UTF-16 as Windows PowerShell and
+    Notepad's "Unicode" write it), a byte that is neither replaced."""
+    with open(path, "rb") as f:
+        raw = f.read()
+    try:
+        return importers.decoded(raw, path)
+    except importers.FormatError:
+        return raw.decode("utf-8-sig", errors="replace")
+
+
 def read_sidecar(path) -> dict:
     """{lower-case key: value} of a sidecar's "key: value" lines (a line without one continues the
     previous value); the first of a repeated key is kept."""
     out, last = {}, None
-    with open(path, encoding="utf-8-sig", errors="replace") as f:
-        for ln in f:
-            m = re.match(r"^\s*([A-Za-z][\w .()/-]{0,40}?)\s*:\s+(.*\S)?\s*$", ln)
-            if m and not m.group(1).lower().startswith(("http", "https")):
-                # one spelling per key: "Source URL" = "source_url", "GPU(s)" = "GPUs" = "gpu"
-                last = re.sub(r"[\s-]+", "_", re.sub(r"\((?:e?s)\)$", "", m.group(1).strip().lower()).strip())
-                last = {"gpus": "gpu", "cards": "card", "devices": "device", "models": "model",
-                        "commands": "command"}.get(last, last)
-                out.setdefault(last, (m.group(2) or "").strip())
-            elif last and ln.strip() and out.get(last) is not None:
-                out[last] = (out[last] + " " + ln.strip()).strip()
+    for ln in text_of(path).replace("\r\n", "\n").replace("\r", "\n").split("\n"):
+        m = re.match(r"^\s*([A-Za-z][\w .()/-]{0,40}?)\s*:\s+(.*\S)?\s*$", ln)
+        if m and not m.group(1).lower().startswith(("http", "https")):
+            # one spelling per key: "Source URL" = "source_url", "GPU(s)" = "GPUs" = "gpu"
+            last = re.sub(r"[\s-]+", "_", re.sub(r"\((?:e?s)\)$", "", m.group(1).strip().lower()).strip())
+            last = {"gpus": "gpu", "cards": "card", "devices": "device", "models": "model",
+                    "commands": "command"}.get(last, last)
+            out.setdefault(last, (m.group(2) or "").strip())
+        elif last and ln.strip() and out.get(last) is not None:
+            out[last] = (out[last] + " " + ln.strip()).strip()
     return out
 
 

@@ -517,6 +517,19 @@ def test_sidecar_key_spellings_and_a_model_file_name(tmp_path):
     assert (r["model"], r["weights"], r["hardware"], r["n_cards"], r["split"]) == ("deepseek-v2-lite", "q8_0", "rtx-4090", 1, "none")
 
 
+def test_a_utf16_sidecar_and_paste_read_as_their_utf8_copies(tmp_path):
+    # Notepad's "Unicode" and Windows PowerShell 5's `>` save UTF-16: the sidecar's keys were replacement characters
+    # ("states no URL") and the paste's lines were not read for the blank lines between a table's rows
+    text = ("Source URL: https://example.org/a\r\nGPU: RTX 4090\r\nnotes: one\r\n  two\r\n")
+    u8, u16 = tmp_path / "a.txt", tmp_path / "b.txt"
+    u8.write_bytes(text.encode("utf-8"))
+    u16.write_bytes(("\ufeff" + text).encode("utf-16-le"))
+    assert pr.read_sidecar(str(u16)) == pr.read_sidecar(str(u8)) == {
+        "source_url": "https://example.org/a", "gpu": "RTX 4090", "notes": "one two"}
+    paste = tmp_path / "c.md"
+    paste.write_bytes("| a |\r\n\r\nllama_model_load: x\r\n| b |\r\n".encode("utf-16"))
+    assert pr.text_of(str(paste)).splitlines()[0] == "| a |" and pr._blank_between(str(paste), 1, 4)
+
 def test_backends_without_a_model_mixed_cards_and_sidecar_spellings(tmp_path):
     """The second audit: ROCm / Metal / SYCL / CPU / RPC runs and mixed rigs are left out with one reason
     (never filed under CUDA or under the first card); a sidecar's "RTX 3090 x2", "2025/08/03";

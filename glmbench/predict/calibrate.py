@@ -118,12 +118,13 @@ def read_measured(path, model=None, notices: list | None = None) -> list[tuple[s
     p = os.fspath(path)
     if not os.path.isfile(p):
         raise CalibrationError(f"{p}: no such file")
+    with open(p, "rb") as f:
+        raw = f.read()
     try:
-        with open(p, encoding="utf-8-sig", newline="") as f:     # a BOM is not part of the header
-            text = f.read()
-    except UnicodeDecodeError as e:
-        raise CalibrationError(f"{p}: not a text file (not UTF-8 at byte {e.start}); expected measured records "
-                               "(glmbench .json/.csv, llama-bench -o json/jsonl/csv/md/sql, ...)") from None
+        text = importers.decoded(raw, p)     # UTF-8 (a BOM is not part of the header), or UTF-16 with its BOM
+    except importers.FormatError as e:
+        raise CalibrationError(f"{e}; expected measured records (glmbench .json/.csv, llama-bench -o "
+                               "json/jsonl/csv/md/sql, ...)") from None
     if not text.strip():
         raise CalibrationError(f"{p}:1: the file is empty (expected measured records)")
     try:

@@ -98,6 +98,7 @@ from __future__ import annotations
 
 import ast
 import csv
+import html
 import io
 import json
 import math
@@ -182,14 +183,26 @@ def read(path, *, model: str | None = None, default_model: str | None = None,
         raise FormatError(f"{p}: no such file")
     if os.path.isdir(p):
         raise FormatError(f"{p}: is a folder, not a results file")
+    with open(p, "rb") as f:
+        raw = f.read()
+    return read_text(decoded(raw, p), p, model=model, default_model=default_model, notices=notices)
+
+
+def decoded(raw: bytes, path) -> str:
+    """A results file's text: UTF-8 (a byte-order mark dropped), or UTF-16 (what Windows PowerShell 5's
+    `llama-bench ... > out.md` and Out-File write: with its byte-order mark; without one, told by the zero byte
+    beside each ASCII character); else a FormatError naming the line."""
+    even, odd = raw[0::2], raw[1::2]
+    enc = ("utf-16" if raw.startswith((b"\xff\xfe", b"\xfe\xff")) else
+           next((e for e, z, nz in (("utf-16-le", odd, even), ("utf-16-be", even, odd))
+                 if len(raw) >= 8 and z.count(0) >= 0.9 * len(z) and nz.count(0) <= 0.1 * len(nz)), "utf-8-sig"))
     try:
-        with open(p, "rb") as f:
-            raw = f.read()
-        text = raw.decode("utf-8-sig")
+        return raw.decode(enc)
     except UnicodeDecodeError as e:
+        if enc != "utf-8-sig":
+            raise FormatError(f"{path}: not valid UTF-16 text (byte {e.start}: {e.reason})") from None
         line = raw[:e.start].count(b"\n") + 1
-        raise FormatError(f"{p}:{line}: not a text file (not UTF-8)") from None
-    return read_text(text, p, model=model, default_model=default_model, notices=notices)
+        raise FormatError(f"{path}:{line}: not a text file (not UTF-8)") from None
 
 
 def read_text(text: str, path: str = "<text>", *, model: str | None = None,
@@ -640,6 +653,11 @@ def detect(text: str, path: str = "<text>") -> str:
         return "scoreboard-csv"
     if set(KOBOLD_CSV_COLUMNS) <= set(c.strip() for c in cols):
         return "koboldcpp-csv"
+    crammed = next((i for i, ln in enumerate(text.splitlines(), 1) if len(re.findall(r"<tr\b", ln, re.I)) > 1 and any(
+        h <= {re.sub(r"<[^>]*>", "", c).strip() for _, c in _HTML_CELL.findall(ln)} for h in _TAB_HEADERS)), None)
+    if crammed:     # (_html_tables reads an HTML table whose rows each start a line)
+        _fail(path, crammed, "an HTML table with several of its rows on one line: put each <tr> on a line of its own "
+                             "(or paste the markdown table the tool printed)")
     _fail(path, first_line, "not a results format glmbench reads (" + "; ".join(FORMATS.values()) + ")")
 
 
@@ -1889,9 +1907,10 @@ _SGL_OFFLINE_CMD = re.compile(r"sglang\.bench_offline_throughput|sglang\.benchma
 # benchmark_throughput.py too), SGLang's bench_serving
 # `benchmark_args=Namespace(...)` and then `Namespace(...)` (sglang 0.5.23 sglang/benchmark/serving.py)
 _NAMESPACE_RE = re.compile(r"^\s*(?:(\w*args)\s*=\s*)?Namespace\((.*)\)\s*$")
-# fields only SGLang's bench_serving has (its plain `Namespace(...)` line names no tool)
-_SGLANG_ARGS = ("sharegpt_output_len", "extra_request_body", "disable_stream", "warmup_requests", "flush_cache",
-                "gsp_num_groups", "pd_separated")
+# fields only SGLang's bench_serving has (its plain `Namespace(...)` line names no tool); not sharegpt_output_len,
+# which vLLM's benchmark_serving.py (since 0.5) and `vllm bench serve` have too
+_SGLANG_ARGS = ("extra_request_body", "disable_stream", "warmup_requests", "flush_cache", "output_file",
+                "disable_ignore_eos", "gsp_num_groups", "pd_separated")
 # Namespace field -> the client's option; the values as the command line would give them
 _NAMESPACE_ARGS = {"backend": "--backend", "model": "--model", "num_prompts": "--num-prompts",
                    "max_concurrency": "--max-concurrency", "request_rate": "--request-rate",
@@ -2346,7 +2365,51 @@ def _unquote(text: str) -> list[str]:
 def _unquote_tabs(text: str) -> tuple[list[str], set]:
     """_unquote's lines and the indexes of the header lines of tables copied from a rendered page
     (which have no separator line under them)."""
-    return _tab_tables(_outer_pipes([_QUOTE.sub("", ln) for ln in text.splitlines()]))
+    out, heads = _tab_tables(_outer_pipes([_plain_line(_QUOTE.sub("", ln)) for ln in text.splitlines()]))
+    return _html_tables(out, heads)
+
+
+_HTML_CELL = re.compile(r"<t([hd])\b[^>]*>(.*?)</t[hd]\s*>", re.I | re.S)
+
+
+def _html_tables(lines: list[str], heads: set) -> tuple[list[str], set]:
+    """`lines` with each benchmark table written in HTML (<table> ... </table>, as a comment on GitHub may be) as a
+    markdown one: each row (<tr>, its <th> / <td> cells, tags dropped, entities read) on the line its <tr> starts,
+    the table's other lines blank, the header's index added to `heads`; a table with two rows on one line is left
+    as it is (_read_pasted names it)."""
+    if not any("<table" in ln.lower() for ln in lines):
+        return lines, heads
+    out, i = list(lines), 0
+    while i < len(out):
+        if "<table" not in out[i].lower():
+            i += 1
+            continue
+        end = next((j for j in range(i, len(out)) if "</table" in out[j].lower()), len(out) - 1)
+        starts = [j for j in range(i, end + 1) for _ in re.finditer(r"<tr\b", out[j], re.I)]
+        body = "\n".join(out[i:end + 1])
+        rows = [[html.unescape(re.sub(r"<[^>]*>", "", c)).strip() for _, c in _HTML_CELL.findall(tr)]
+                for tr in re.split(r"<tr\b[^>]*>", body, flags=re.I)[1:]]
+        if rows and len(starts) == len(rows) == len(set(starts)) and any(h <= set(rows[0]) for h in _TAB_HEADERS):
+            for j in range(i, end + 1):
+                out[j] = ""
+            for j, cells in zip(starts, rows):
+                out[j] = "| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |"
+            heads = heads | {starts[0]}
+        i = end + 1
+    return out, heads
+
+
+# what a copy from a rendered page or a forum's editor puts in a pasted line: a non-breaking (or another fixed-
+# width) space for a space ("S_PP\u00a0t/s", "qwen3\u00a032B"), a zero-width space, and Reddit's editor's markdown
+# escapes of `_` and `*` ("n\_ubatch", "Q4\_K - Medium", "main: n\_kv\_max = ..."; -ot's "blk\.1\." kept)
+_ODD_SPACE = re.compile(r"[\u00a0\u2000-\u200a\u202f\u205f\u3000]")
+_ZERO_WIDTH = re.compile(r"[\u200b\u2060\ufeff]")
+_MD_ESCAPE = re.compile(r"(?<!\\)\\([_*])")
+
+
+def _plain_line(ln: str) -> str:
+    """A pasted line with fixed-width spaces as spaces, zero-width spaces dropped and `\\_` / `\\*` unescaped."""
+    return _MD_ESCAPE.sub(r"\1", _ZERO_WIDTH.sub("", _ODD_SPACE.sub(" ", ln)))
 
 
 # the header cells that make a tab-separated line a benchmark table's header (llama-bench; sweep- / batched-bench)
@@ -2499,8 +2562,16 @@ def _scan(text) -> tuple[list[_Block], dict]:
             b = _Block("sglang-offline" if offline else "serve", no)
             keys = _SGL_OFFLINE_KEYS if offline else _SERVE_KEYS
             j = i + 1
-            while j < n and lines[j].strip() and not re.fullmatch(r"=+", lines[j].strip()):
-                m = re.match(r"^\s*([A-Za-z][A-Za-z0-9 ./()_-]*?)\s*(?:\(([^)]*)\))?\s*:\s*(\S.*?)\s*$", lines[j])
+            while j < n and not re.fullmatch(r"=+", lines[j].strip()):
+                if not lines[j].strip():
+                    # a blank line between the block's lines (a forum's editor keeps a line break only as one):
+                    # the block goes on where the next line is one of its own
+                    k = next((k for k in range(j, n) if lines[k].strip()), n)
+                    if k < n and _in_serve_block(lines[k], keys):
+                        j = k
+                        continue
+                    break
+                m = _SERVE_KV.match(lines[j])
                 # the bracket is the value's unit ("(ms)", "(tok/s)"); any other is part of the name: SGLang's
                 # `Total generated tokens (retokenized):` after `Total generated tokens:` is another count
                 if m and (m.group(2) is None or _SERVE_UNIT.fullmatch(m.group(2).strip())):
@@ -2682,6 +2753,21 @@ def _scan(text) -> tuple[list[_Block], dict]:
     return blocks, assigned
 
 
+_SERVE_KV = re.compile(r"^\s*([A-Za-z][A-Za-z0-9 ./()_-]*?)\s*(?:\(([^)]*)\))?\s*:\s*(\S.*?)\s*$")
+
+
+def _in_serve_block(ln: str, keys: dict) -> bool:
+    """`ln` is a line of a serving benchmark's block: a `Key: value` line of one of `keys` or with a number (or
+    inf, None, "not set") for its value, or one of its rules ("-----Time to First Token-----", the closing ====)."""
+    st = ln.strip()
+    if _SERVE_START.match(st) or _SGL_OFFLINE_START.match(st):
+        return False     # the next block
+    m = _SERVE_KV.match(ln)
+    if m:
+        return bool(keys.get(m.group(1).strip().lower()) or re.fullmatch(r"[\d.]+|inf|nan|None|not set", m.group(3)))
+    return bool(re.fullmatch(r"-{3,}[\w ().-]*-{3,}|=+", st))
+
+
 def _block_hints(b: _Block) -> list[tuple[str, str]]:
     """What a table's own block says about its model: the command line's model, the heading, the prose before it."""
     hints = []
@@ -2718,6 +2804,12 @@ def _read_pasted(text, ctx):
             _fail(ctx.path, b.split_at[0], f"a separator line under the table row on line {b.split_at[1]} (the "
                                            f"table begun on line {b.start}) would make that row a new table's header "
                                            "and lose the rows from it on; remove the separator line")
+        twice = list(dict.fromkeys(c for c in (b.header or []) if c and b.header.count(c) > 1))
+        if b.kind in _TABLE_KINDS and twice:
+            # two runs' columns side by side under one header (main | PR): which one a record is cannot be told
+            _fail(ctx.path, b.start, f"the table's header names column{'s' if len(twice) > 1 else ''} "
+                                     f"{', '.join(repr(c) for c in twice)} twice (two runs side by side?): which "
+                                     "one a record is cannot be told; paste one table per run")
         text_before = "\n".join(lines[:b.start - 1])
         # what "the file's other tables" name: under a heading of its own (a page with a section per model),
         # only the tables of that section, never another model's
@@ -3055,9 +3147,10 @@ _KV_TEXT = re.compile(r"(?:(?<=\s)|^)(?:-ctk|-ctv|-ctkd|-ctvd|--cache-type-[kv](
 FA_AUTO_BUILD = 6000
 
 
-# llama-bench's "mean ± stddev" as pastes spell it: "+-" or "+/-" typed by hand, and the UTF-8 "±"
-# shown in a Windows console's code page ("Â±" in cp1252, "┬▒" in cp437) and copied from there
-_PLUS_MINUS = re.compile(r"\+/?-|Â±|┬▒")
+# llama-bench's "mean ± stddev" as pastes spell it: "+-" or "+/-" typed by hand, the UTF-8 "±"
+# shown in a Windows console's code page ("Â±" in cp1252, "┬▒" in cp437) and copied from there, and
+# the HTML entity of a table written in HTML or copied from a page's source ("&plusmn;")
+_PLUS_MINUS = re.compile(r"\+/?-|Â±|┬▒|&plusmn;|&#177;|&#[xX][bB]1;")
 
 
 def _plus_minus(cell: str) -> str:
@@ -4269,13 +4362,18 @@ def _jsonl(text, path) -> list[tuple[int, dict]]:
     return out
 
 
+_CELL_DASH = re.compile(r"[\u2010-\u2015\u2212]")   # a hyphen an editor made typographic ("Q4_K \u2013 Medium")
+
+
 def _split_md(ln: str) -> list[str]:
+    """A markdown table line's cells: split at its pipes but an escaped one (`\\|`, GitHub's pipe inside a cell,
+    kept as `|`), each cell stripped, its bold markers (`**`) dropped and a typographic dash read as `-`."""
     s = ln.strip()
     if s.startswith("|"):
         s = s[1:]
-    if s.endswith("|"):
+    if s.endswith("|") and not s.endswith("\\|"):
         s = s[:-1]
-    return [c.strip() for c in s.split("|")]
+    return [_CELL_DASH.sub("-", c.replace("\\|", "|").replace("**", "")).strip() for c in re.split(r"(?<!\\)\|", s)]
 
 
 def _md_headers(text) -> list[list[str]]:
