@@ -920,6 +920,20 @@ SETUP_FIELDS = ("evidence", "model", "device", "hardware", "n_cards", "split", "
                 "mla_strategy", "runtime", "cv_error")
 
 
+def evidence_text(res: dict) -> str:
+    """What a trace study's numbers are: 'evidence: calibrated (runtime llama.cpp; its step times'
+    cross-validated band: glm-4.7-flash decode ±21% / prefill ±25%, ...)' from its `evidence_detail`
+    (report.workload.trace_study), else the kind replay.study gave its runs (`evidence`), else 'predicted'."""
+    ev = res.get("evidence_detail")
+    if not ev:
+        return f"evidence: {res.get('evidence') or 'predicted'}"
+    def pct(v):
+        return "–" if v is None else f"±{100 * v:.0f}%"
+    bands = "; ".join(f"{m} decode {pct(b['decode'])} / prefill {pct(b['prefill'])}" for m, b in ev["bands"].items())
+    return (f"evidence: {ev['kind']} (runtime {ev['runtime']}" + (f"; its step times' cross-validated band: {bands}"
+                                                                   if bands else "") + ")")
+
+
 def study(trace, setups: Sequence[cm.Setup], config: ServerConfig | None = None, *, rate_scale: float = 1.0,
           prefix_cache: Sequence[bool] = (True, False), ttft_slo_s: float = DEFAULT_TTFT_SLO_S,
           tpot_slo_s: float = DEFAULT_TPOT_SLO_S, progress: bool = False,

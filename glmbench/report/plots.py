@@ -31,6 +31,7 @@ from matplotlib.transforms import offset_copy
 from matplotlib.ticker import FixedLocator, FuncFormatter, NullLocator
 
 from glmbench.predict.costmodel import crossover  # the cost model owns the interpolation rule
+from glmbench.predict.replay import evidence_text  # a trace study's evidence line, as its section says it
 from glmbench.results.records import EVIDENCE, atomic_write, validate
 
 GIB = 1024 ** 3
@@ -799,7 +800,6 @@ TRACE_CHARTS = ("trace_winners", "trace_latency")
 def _trace_footer(fig: Figure, res: dict) -> None:
     t = res["trace"]
     s = res["slo"]
-    from glmbench.report.workload import evidence_text
     note = (f"{evidence_text(res)}\n"
             f"replay of {t['trace']} ({t['requests']} requests, rate x{t.get('rate_scale', 1.0):g}) on the cost model; "
             f"targets TTFT <= {s['ttft_s']:g} s, TPOT <= {s['tpot_s']:g} s; "

@@ -57,20 +57,6 @@ def evidence(study) -> dict:
     return out
 
 
-def evidence_text(res: dict) -> str:
-    """What a trace study's numbers are: 'evidence: calibrated (runtime llama.cpp; its step times'
-    cross-validated band: glm-4.7-flash decode ±21% / prefill ±25%, ...)' from its `evidence_detail`
-    (trace_study), else the kind replay.study gave its runs (`evidence`), else 'predicted'."""
-    ev = res.get("evidence_detail")
-    if not ev:
-        return f"evidence: {res.get('evidence') or 'predicted'}"
-    def pct(v):
-        return "–" if v is None else f"±{100 * v:.0f}%"
-    bands = "; ".join(f"{m} decode {pct(b['decode'])} / prefill {pct(b['prefill'])}" for m, b in ev["bands"].items())
-    return (f"evidence: {ev['kind']} (runtime {ev['runtime']}" + (f"; its step times' cross-validated band: {bands}"
-                                                                   if bands else "") + ")")
-
-
 def trace_study(study, trace, *, rate_scale: float = 1.0, prefix_cache: Sequence[bool] = (True, False),
                 ttft_slo_s: float = rp.DEFAULT_TTFT_SLO_S, tpot_slo_s: float = rp.DEFAULT_TPOT_SLO_S,
                 config: rp.ServerConfig | None = None, progress: bool = True, keep_results: bool = True) -> dict:
@@ -210,7 +196,7 @@ def render(res: dict, charts: Sequence[str] = ()) -> str:
              f"TPOT <= {slo['tpot_s']:g} s. A bucket's winner is the setup with the larger share of the bucket's "
              f"tokens in requests meeting both targets, then the smaller share in rejected requests (too long for the "
              f"setup's KV pool or the model's context), then the lower token-weighted mean end-to-end latency. "
-             "E" + evidence_text(res)[1:] + ".")
+             "E" + rp.evidence_text(res)[1:] + ".")
     L.append("")
     for n in t.get("notices") or ():
         L.append(f"Note: {n}.")
