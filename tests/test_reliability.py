@@ -182,7 +182,7 @@ def test_an_unstable_stored_point_is_retimed_by_the_next_run(tmp_path):
     assert [r["avg_ts"] for r in after] == [12.0, 10.0, 10.0]
     assert all(r["stable"] for r in rec.read_records(out))
     n = rec.resume_summary(before, after, protocol.resume_key)
-    assert n == {"reused": 2, "computed": 0, "replaced": 0, "retimed": 1}
+    assert n == {"reused": 2, "computed": 0, "replaced": 0, "retimed": 1, "edited": 0}
 
 
 # ---- calibrate: --out checked first, input checks ---------------------------------------------------

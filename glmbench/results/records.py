@@ -397,19 +397,20 @@ def resume_summary(before: Sequence[dict], after: Sequence[dict], key: Callable[
     """How a resumed run used its file: of the records `after` it returned, how many it `reused`
     (the stored record, unchanged), `retimed` (the stored record was marked unstable, so the point
     was timed again), `replaced` (a record of the same point from other inputs was there) and
-    `computed` (new points)."""
+    `computed` (new points), and `edited`: the stored record had this run's inputs (fingerprint) but
+    not what they give (a field changed by hand), so the point was computed again."""
     old = {}
     for r in before:
         old[key(r)] = r
-    out = {"reused": 0, "computed": 0, "replaced": 0, "retimed": 0}
+    out = {"reused": 0, "computed": 0, "replaced": 0, "retimed": 0, "edited": 0}
     for r in after:
         o = old.get(key(r))
         if o is None:
             out["computed"] += 1
         elif o == r:
             out["reused"] += 1
-        elif o.get("stable") is False and o.get("fingerprint") == r.get("fingerprint"):
-            out["retimed"] += 1
+        elif o.get("fingerprint") is not None and o.get("fingerprint") == r.get("fingerprint"):
+            out["retimed" if o.get("stable") is False else "edited"] += 1
         else:
             out["replaced"] += 1
     return out
