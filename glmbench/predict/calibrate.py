@@ -42,6 +42,7 @@ from glmbench import vocab
 from glmbench.models import configs
 from glmbench.predict import costmodel as cm
 from glmbench.predict import hardware
+from glmbench.predict import runtime as rtm
 from glmbench.results import importers
 from glmbench.results import records as rec
 
@@ -654,6 +655,15 @@ class Calibration:
         lines.append("fitted: " + (", ".join(f"{n} = {_get(self.profile, n):.4g}{_at_bound(n, _get(self.profile, n))}"
                                              for n in self.fitted) or "nothing"))
         lines.append("kept (typical value): " + ", ".join(self.kept))
+        tests = {pt.test for pt in self.points}
+        for t, what in (("tg", "decode"), ("pp", "prefill")):
+            if t not in tests:
+                band = rtm.unvalidated_band(what)
+                lines.append(f"no {t} point: this profile's {what} predictions were never measured against; their "
+                             "records carry the widest band of the runtime models on " + what
+                             + ("" if band is None else f" (±{100 * band:.0f}%)") + ", not the leave-one-out error")
+        if len(self.points) == 1:
+            lines.append("one point: no leave-one-out error, so its predictions of that test carry no band")
         return "\n".join(lines)
 
 
