@@ -382,3 +382,19 @@ def test_a_test_the_file_has_no_point_of_takes_the_unvalidated_band(tmp_path):
     # a file of both tests keeps its one leave-one-out error for both
     both = cm.load_runtime("ik-llama-mla-fixed")
     assert both.cv_band("pp") == both.cv_band("tg") == both.cv_error
+
+
+def test_a_parameter_stopped_just_inside_its_bound_is_said_to_be_at_it():
+    """least_squares' trust region never lands on a bound: a parameter the points push past 1 stopped at
+    0.99988 (sweep-bench.md's compute_efficiency.attention) and was printed as a fitted "0.9999" with no
+    notice that it is a limit, not a measured value."""
+    assert "upper bound 1" in cal._at_bound("compute_efficiency.attention", 0.9998760229247871)
+    assert "upper bound 1" in cal._at_bound("memory_efficiency.matmul", 0.9999988570376208)
+    assert "lower bound" in cal._at_bound("compute_efficiency.matmul", cal.MIN_EFF * 1.0004)
+    assert "lower bound 0" in cal._at_bound("layer_overhead_us", 2e-4)
+    assert cal._at_bound("memory_efficiency.matmul", 0.95) == "" and cal._at_bound("layer_overhead_us", 0.5) == ""
+    path = os.path.join(os.path.dirname(__file__), "data", "formats", "sweep-bench.md")
+    fit = cal.calibrate(cal.load_points([path], model="glm-4.7-flash", hardware_="rtx-3090"), loo=False)
+    line = next(l for l in fit.table().splitlines() if l.startswith("fitted: "))
+    v = cal._get(fit.profile, "compute_efficiency.attention")
+    assert 1 - 1e-3 < v < 1 and "compute_efficiency.attention = 0.9999 (at its upper bound 1" in line, line
