@@ -185,6 +185,40 @@ def test_an_unstable_stored_point_is_retimed_by_the_next_run(tmp_path):
     assert n == {"reused": 2, "computed": 0, "replaced": 0, "retimed": 1, "edited": 0}
 
 
+def test_a_stored_measurement_edited_by_hand_is_retimed(tmp_path):
+    """A measured record whose `avg_ts` was typed over (no longer the mean of its own `samples_ts`), or
+    whose stated inputs were (its `weights`-independent `model_type`, covered by the fingerprint it kept),
+    was reused by every resumed `measure` as a measurement; it is timed again and counted as edited."""
+    from glmbench.measure import protocol
+    out = str(tmp_path / "m.json")
+    pts = [dict(_point(d), model_type="qwen3") for d in (0, 1024, 4096)]
+
+    def timed_at(v):
+        def time_point(p):
+            return dict(p, avg_ts=v, samples_ts=[v - 1, v, v + 1], stable=True, unstable_reason="")
+        return time_point
+    before = protocol.run(pts, protocol.store_for(out), timed_at(10.0))
+    held = rec.read_records(out)
+    held[0]["avg_ts"] = 99.0            # a speed typed over: not the mean of 9, 10, 11
+    held[1]["model_type"] = "llama"      # an input typed over
+    rec.write_records(out, held)
+    edited = rec.read_records(out)
+    seen = []
+
+    def again(p):
+        seen.append(p["n_depth"])
+        return timed_at(12.0)(p)
+    after = protocol.run(pts, protocol.store_for(out), again)
+    assert seen == [0, 1024]
+    assert [r["avg_ts"] for r in after] == [12.0, 12.0, 10.0] and after[1]["model_type"] == "qwen3"
+    assert rec.resume_summary(edited, after, protocol.resume_key) == \
+        {"reused": 1, "computed": 0, "replaced": 0, "retimed": 0, "edited": 2}
+    # an untouched file is reused whole
+    seen.clear()
+    assert protocol.run(pts, protocol.store_for(out), again) == after and seen == []
+    assert before[2] == after[2]
+
+
 # ---- calibrate: --out checked first, input checks ---------------------------------------------------
 MEASURED = os.path.join(ROOT, "glmbench", "data", "measured")
 
