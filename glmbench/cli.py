@@ -239,6 +239,8 @@ def _resume_line(path: str, before: list[dict], recs: list[dict], key) -> str:
     return (f"wrote {len(recs)} records to {path} ({n['computed']} computed, {n['replaced']} recomputed because "
             f"their inputs changed, replacing the old records, "
             + (f"{n['retimed']} retimed because they were marked unstable, " if n["retimed"] else "")
+            + (f"{n['edited']} recomputed because the stored record was not what its inputs give (a field changed "
+               "by hand?), " if n["edited"] else "")
             + f"{n['reused']} reused); the file holds {held} records"
             + (f" ({other} of points outside this run)" if other else ""))
 

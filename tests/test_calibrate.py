@@ -353,3 +353,48 @@ def test_the_table_says_what_the_points_ran_on(tmp_path):
     assert lines[0] == "measured on: glm-4.7-flash, 2 x RTX 3090 @ 1.4 GB/s, layer split, q4_K/f16, MLA flash"
     assert lines[1].strip() == "qwen3-32b, 2 x RTX 3090 @ 1.4 GB/s, layer split, q4_K/f16"
     assert lines[2].startswith("point ")
+
+
+def test_a_test_the_file_has_no_point_of_takes_the_unvalidated_band(tmp_path):
+    """A profile calibrated on decode points only gave its prefill predictions the decode leave-one-out
+    error as their band (the shipped llama-cpp-1x3090: ±13% on every pp record, though no prefill was
+    ever measured against and prefill rests on typical's values); now that test takes the widest band
+    of the runtime models on it (as a runtime model with no public point of a test does), and
+    calibrate says so."""
+    from glmbench.predict import runtime as rtm
+    fit = cal.calibrate(cal.load_points([os.path.join(MEASURED, "llama-cpp-1x3090.json")]))
+    assert {p.test for p in fit.points} == {"tg"}
+    prof = fit.profile
+    wide = rtm.unvalidated_band("prefill")
+    assert wide is not None and wide > fit.loo_mape
+    assert prof.cv_band("tg") == pytest.approx(fit.loo_mape) and prof.cv_band("serve") == pytest.approx(fit.loo_mape)
+    assert prof.cv_band("pp") == pytest.approx(wide)
+    assert f"no pp point: this profile's prefill predictions were never measured against" in fit.table()
+    assert f"(±{100 * wide:.0f}%)" in fit.table()
+    recs = sw.predict(["glm-4.7-flash"], [dict(rig="rtx-3090", runtime=prof)], [4096], ("tg", "pp"))
+    band = {r["test"]: r["cv_error"] for r in recs}
+    assert band["tg"] == pytest.approx(fit.loo_mape) and band["pp"] == pytest.approx(wide)
+    pp = next(r for r in recs if r["test"] == "pp")
+    assert pp["avg_ts_lo"] == pytest.approx(pp["avg_ts"] * (1 - wide))
+    # the shipped profile fitted to the same file, by name
+    shipped = cm.load_runtime("llama-cpp-1x3090")
+    assert shipped.cv_band("pp") == pytest.approx(wide) and shipped.cv_band("tg") == pytest.approx(shipped.cv_error)
+    # a file of both tests keeps its one leave-one-out error for both
+    both = cm.load_runtime("ik-llama-mla-fixed")
+    assert both.cv_band("pp") == both.cv_band("tg") == both.cv_error
+
+
+def test_a_parameter_stopped_just_inside_its_bound_is_said_to_be_at_it():
+    """least_squares' trust region never lands on a bound: a parameter the points push past 1 stopped at
+    0.99988 (sweep-bench.md's compute_efficiency.attention) and was printed as a fitted "0.9999" with no
+    notice that it is a limit, not a measured value."""
+    assert "upper bound 1" in cal._at_bound("compute_efficiency.attention", 0.9998760229247871)
+    assert "upper bound 1" in cal._at_bound("memory_efficiency.matmul", 0.9999988570376208)
+    assert "lower bound" in cal._at_bound("compute_efficiency.matmul", cal.MIN_EFF * 1.0004)
+    assert "lower bound 0" in cal._at_bound("layer_overhead_us", 2e-4)
+    assert cal._at_bound("memory_efficiency.matmul", 0.95) == "" and cal._at_bound("layer_overhead_us", 0.5) == ""
+    path = os.path.join(os.path.dirname(__file__), "data", "formats", "sweep-bench.md")
+    fit = cal.calibrate(cal.load_points([path], model="glm-4.7-flash", hardware_="rtx-3090"), loo=False)
+    line = next(l for l in fit.table().splitlines() if l.startswith("fitted: "))
+    v = cal._get(fit.profile, "compute_efficiency.attention")
+    assert 1 - 1e-3 < v < 1 and "compute_efficiency.attention = 0.9999 (at its upper bound 1" in line, line

@@ -380,12 +380,14 @@ def test_sweep_resumes_from_its_json(capsys, tmp_path):
     assert run(capsys, *args)[0] == 0
     recs = records.read_records(out)
     assert len(recs) == 4
-    # a finished point is not recomputed: mark one and rerun
-    recs[0]["avg_ts"] = 12345.678   # a speed no prediction gives (a negative one is refused as no speed)
-    records.write_records(out, recs)
-    rc, stdout, _ = run(capsys, *args)
-    assert rc == 0 and json.loads(stdout)[0]["avg_ts"] == 12345.678
-    assert len(records.read_records(out)) == 4
+    # a finished point is reused: the stored record, as it is
+    rc, stdout, err = run(capsys, *args)
+    assert rc == 0 and json.loads(stdout) == recs and "4 reused); the file holds 4 records" in err, err
+    # one edited by hand (a speed no prediction gives) is not carried on: priced again, and said so
+    records.write_records(out, [dict(recs[0], avg_ts=12345.678)] + recs[1:])
+    rc, stdout, err = run(capsys, *args)
+    assert rc == 0 and json.loads(stdout) == recs and "1 recomputed because the stored record" in err, err
+    assert records.read_records(out) == recs
 
 
 def test_report_states_crossovers_from_records():

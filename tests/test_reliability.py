@@ -14,6 +14,7 @@ import time
 import pytest
 
 from glmbench.results import records as rec
+from glmbench.predict import costmodel as cm, hardware as hw, sweep
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -153,6 +154,37 @@ def test_a_killed_sweep_leaves_a_readable_file_and_the_next_run_cleans(tmp_path)
 
 
 
+def test_sweep_and_measure_into_one_file_keep_each_others_records(tmp_path):
+    """README: sweep and measure processes may write into one --out file and it ends with the union of
+    their records. Each deduplicated the whole file by its own key: a sweep into a file of measurements
+    at 2 and 4 threads kept one of them (its key has no thread count, no device), and a measurement into a
+    file of predictions at two links kept one (the measure key has no link)."""
+    from glmbench.measure import protocol
+    out = str(tmp_path / "both.json")
+    meas = [dict(_point(1024), n_threads=t, avg_ts=float(t)) for t in (2, 4)] + \
+        [dict(_point(1024), device="another cpu", avg_ts=7.0)]
+    rec.write_records(out, meas)
+    pred = sweep.predict(["glm-4.7-flash"], [dict(rig="rtx-3090")], [1024], ("tg",), out=out)
+    held = rec.read_records(out)
+    assert held == meas + pred
+    # again: the sweep's own point replaced, the measurements kept
+    assert rec.read_records(out) == held and sweep.predict(["glm-4.7-flash"], [dict(rig="rtx-3090")], [1024],
+                                                           ("tg",), out=out) == pred
+    assert rec.read_records(out) == held
+    # predictions at two links (two setups to the sweep, one point to the measure key), then a measurement
+    out2 = str(tmp_path / "links.json")
+    two = sweep.predict(["glm-4.7-flash"], [dict(rig=hw.Rig(hw.get_gpu("rtx-3090"), 2, link_gbps=g), split="layer")
+                                            for g in (1.4, 25.0)], [1024], ("tg",), out=out2)
+    assert len(two) == 2 and protocol.resume_key(two[0]) == protocol.resume_key(two[1])
+    timed = protocol.run([_point(0)], protocol.store_for(out2), lambda p: dict(p, avg_ts=3.0, stable=True))
+    assert rec.read_records(out2) == two + timed
+    # a measurement another run stored after this store read the file is theirs: not written over
+    store = protocol.store_for(out2)
+    protocol.run([_point(0, fp="fp2")], protocol.store_for(out2), lambda p: dict(p, avg_ts=4.0, stable=True))
+    store.add(dict(_point(8), avg_ts=5.0, stable=True))
+    assert [r.get("avg_ts") for r in rec.read_records(out2) if r["evidence"] == "measured"] == [4.0, 5.0]
+
+
 # ---- unstable points are retimed -------------------------------------------------------------------
 def _point(depth, fp="fp1"):
     return {"evidence": "measured", "test": "tg", "model": "m", "n_depth": depth, "n_prompt": 0, "n_gen": 4,
@@ -182,7 +214,41 @@ def test_an_unstable_stored_point_is_retimed_by_the_next_run(tmp_path):
     assert [r["avg_ts"] for r in after] == [12.0, 10.0, 10.0]
     assert all(r["stable"] for r in rec.read_records(out))
     n = rec.resume_summary(before, after, protocol.resume_key)
-    assert n == {"reused": 2, "computed": 0, "replaced": 0, "retimed": 1}
+    assert n == {"reused": 2, "computed": 0, "replaced": 0, "retimed": 1, "edited": 0}
+
+
+def test_a_stored_measurement_edited_by_hand_is_retimed(tmp_path):
+    """A measured record whose `avg_ts` was typed over (no longer the mean of its own `samples_ts`), or
+    whose stated inputs were (its `weights`-independent `model_type`, covered by the fingerprint it kept),
+    was reused by every resumed `measure` as a measurement; it is timed again and counted as edited."""
+    from glmbench.measure import protocol
+    out = str(tmp_path / "m.json")
+    pts = [dict(_point(d), model_type="qwen3") for d in (0, 1024, 4096)]
+
+    def timed_at(v):
+        def time_point(p):
+            return dict(p, avg_ts=v, samples_ts=[v - 1, v, v + 1], stable=True, unstable_reason="")
+        return time_point
+    before = protocol.run(pts, protocol.store_for(out), timed_at(10.0))
+    held = rec.read_records(out)
+    held[0]["avg_ts"] = 99.0            # a speed typed over: not the mean of 9, 10, 11
+    held[1]["model_type"] = "llama"      # an input typed over
+    rec.write_records(out, held)
+    edited = rec.read_records(out)
+    seen = []
+
+    def again(p):
+        seen.append(p["n_depth"])
+        return timed_at(12.0)(p)
+    after = protocol.run(pts, protocol.store_for(out), again)
+    assert seen == [0, 1024]
+    assert [r["avg_ts"] for r in after] == [12.0, 12.0, 10.0] and after[1]["model_type"] == "qwen3"
+    assert rec.resume_summary(edited, after, protocol.resume_key) == \
+        {"reused": 1, "computed": 0, "replaced": 0, "retimed": 0, "edited": 2}
+    # an untouched file is reused whole
+    seen.clear()
+    assert protocol.run(pts, protocol.store_for(out), again) == after and seen == []
+    assert before[2] == after[2]
 
 
 # ---- calibrate: --out checked first, input checks ---------------------------------------------------

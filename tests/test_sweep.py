@@ -47,15 +47,38 @@ def test_predict_resumes(tmp_path):
     first = sweep.predict(["qwen3-32b"], SETUPS, DEPTHS, tests=("tg",), out=out)
     stored = records.read_records(out)
     assert len(stored) == len(first) == 6
-    # mark a stored point: a resumed sweep keeps it instead of recomputing (a speed no prediction gives; a
-    # negative one is no speed, refused on write)
-    stored[0]["avg_ts"] = 12345.678
-    records.write_records(out, stored)
     again = sweep.predict(["qwen3-32b"], SETUPS, DEPTHS + [131072], tests=("tg",), out=out)
-    assert len(again) == 8 and again[0]["avg_ts"] == 12345.678
+    assert len(again) == 8 and again[:3] == first[:3] and again[4:7] == first[3:]
+    assert records.resume_summary(stored, again, sweep._key) == {"reused": 6, "computed": 2, "replaced": 0,
+                                                                 "retimed": 0, "edited": 0}
     assert len(records.read_records(out)) == 8
     with pytest.raises(ValueError, match=r"\.json"):
         sweep.predict(["qwen3-32b"], SETUPS, DEPTHS, out=tmp_path / "x.csv")
+
+
+def test_predict_resume_recomputes_a_record_edited_by_hand(tmp_path):
+    """A stored record whose fields were changed by hand (its fingerprint, of the inputs, unchanged) was
+    carried on as a prediction by every resumed sweep: an `avg_ts` typed in, an `n_cards` that the numbers
+    were not priced for. Each point is priced again and compared; an edited record is replaced and counted."""
+    out = tmp_path / "pred.json"
+    first = sweep.predict(["qwen3-32b"], SETUPS, DEPTHS, tests=("tg", "pp"), out=out)
+    stored = records.read_records(out)
+    edited = [dict(r) for r in stored]
+    edited[0]["avg_ts"] = 12345.678
+    edited[1]["n_cards"] = 8
+    edited[2]["weights"] = "bf16"
+    records.write_records(out, edited)
+    again = sweep.predict(["qwen3-32b"], SETUPS, DEPTHS, tests=("tg", "pp"), out=out)
+    assert again == first
+    assert records.read_records(out) == stored
+    n = records.resume_summary(edited, again, sweep._key)
+    assert n == {"reused": len(first) - 3, "computed": 0, "replaced": 0, "retimed": 0, "edited": 3}
+    # a fingerprint changed by hand is a change of inputs: recomputed as before
+    edited = [dict(r) for r in stored]
+    edited[0]["fingerprint"] = "0" * 16
+    records.write_records(out, edited)
+    again = sweep.predict(["qwen3-32b"], SETUPS, DEPTHS, tests=("tg", "pp"), out=out)
+    assert again == first and records.resume_summary(edited, again, sweep._key)["replaced"] == 1
 
 
 def test_predict_errors():

@@ -74,6 +74,21 @@ def test_fingerprint_is_stable_and_sees_every_field():
     assert key not in vocab._CANONICAL
 
 
+def test_sweep_says_it_recomputed_a_record_edited_by_hand(tmp_path, capsys):
+    """A hand-edited speed in a sweep's --out was reused by every resume, silently; now it is priced
+    again and stderr says so."""
+    out = tmp_path / "s.json"
+    args = ["sweep", "-q", "--model", "qwen3-32b", "--cards", "1", "--depths", "1K,4K", "--tests", "tg", "--json",
+            "--out", str(out)]
+    rc, first, err = run(capsys, *args)
+    held = json.loads(out.read_text())
+    out.write_text(json.dumps([dict(held[0], avg_ts=9999.0), held[1]]))
+    rc, again, err = run(capsys, *args)
+    assert rc == 0 and "1 recomputed because the stored record was not what its inputs give" in err, err
+    assert "1 reused); the file holds 2 records" in err
+    assert json.loads(out.read_text()) == held and _json_out(again) == _json_out(first)
+
+
 def test_sweep_recomputes_a_config_whose_layers_doubled(tmp_path, capsys):
     """The issue's reproduction: same config name, twice the layers -> a new number, not the old one."""
     hf = dict(configs.load("qwen3-32b").hf)
@@ -136,9 +151,12 @@ def test_predict_reuses_only_identical_inputs(tmp_path, monkeypatch):
     calls = []
     real = cm.decode
     monkeypatch.setattr(cm, "decode", lambda *a, **k: calls.append(1) or real(*a, **k))
-    assert sweep.predict(["glm-4.7-flash"], [dict(rig="rtx-3090")], [1024], ("tg",), out=out) == \
-        json.loads(json.dumps(first))
-    assert not calls
+    # the same inputs: the stored record is what this run returns (the point is priced again only to check
+    # that the stored record is what its inputs give: a record edited by hand is replaced)
+    again = sweep.predict(["glm-4.7-flash"], [dict(rig="rtx-3090")], [1024], ("tg",), out=out)
+    assert again == json.loads(json.dumps(first)) and len(calls) == 1
+    assert records.resume_summary(records.read_records(out), again, sweep._key)["reused"] == 1
+    calls.clear()
     ideal = sweep.predict(["glm-4.7-flash"], [dict(rig="rtx-3090", runtime="ideal")], [1024], ("tg",), out=out)
     assert calls and ideal[0]["runtime"] == "ideal"
 

@@ -22,6 +22,7 @@ from __future__ import annotations
 import datetime as _dt
 import functools
 import hashlib
+import json as _json
 import os
 from typing import Callable, Iterable
 
@@ -111,13 +112,36 @@ def store_for(out) -> _records.ResultStore | None:
     return None if out is None else _records.ResultStore(out, resume_key)
 
 
+def edited(stored: dict, point: dict) -> bool:
+    """Whether a stored record of `point` (same fingerprint) was changed by hand since it was timed: a
+    field of the point it states otherwise (its fingerprint covers them, so `model_type`, `n_layers` ...
+    typed over are not what was measured), or an `avg_ts` that is not the mean of its own `samples_ts`.
+    Such a record is timed again (resume_summary counts it as `edited`)."""
+    try:   # as the file holds it (a tuple is a list there)
+        point = _json.loads(_records.to_json([point]))[0]
+    except (TypeError, ValueError):
+        pass
+    if any(stored.get(f) != v for f, v in point.items()):
+        return True
+    ts, avg = stored.get("samples_ts"), stored.get("avg_ts")
+    if isinstance(ts, list) and ts and isinstance(avg, (int, float)) and not isinstance(avg, bool):
+        try:
+            mean = float(np.mean(np.asarray(ts, np.float64)))
+        except (TypeError, ValueError):
+            return True
+        return not abs(mean - avg) <= 1e-6 * max(abs(mean), abs(avg))
+    return False
+
+
 def todo(points: list[dict], store) -> list[dict]:
     """The points `store` does not hold with this run's fingerprint, or holds marked unstable
-    (`stable: false`: timed while another process took the machine; the next run times it again)."""
+    (`stable: false`: timed while another process took the machine; the next run times it again),
+    or holds edited by hand (edited)."""
     out = []
     for p in points:
         k = resume_key(p)
-        if store is None or not store.done(k, p.get("fingerprint")) or store.get(k).get("stable") is False:
+        if store is None or not store.done(k, p.get("fingerprint")) or store.get(k).get("stable") is False \
+                or edited(store.get(k), p):
             out.append(p)
     return out
 

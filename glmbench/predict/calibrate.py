@@ -42,6 +42,7 @@ from glmbench import vocab
 from glmbench.models import configs
 from glmbench.predict import costmodel as cm
 from glmbench.predict import hardware
+from glmbench.predict import runtime as rtm
 from glmbench.results import importers
 from glmbench.results import records as rec
 
@@ -655,6 +656,15 @@ class Calibration:
         lines.append("fitted: " + (", ".join(f"{n} = {_get(self.profile, n):.4g}{_at_bound(n, _get(self.profile, n))}"
                                              for n in self.fitted) or "nothing"))
         lines.append("kept (typical value): " + ", ".join(self.kept))
+        tests = {pt.test for pt in self.points}
+        for t, what in (("tg", "decode"), ("pp", "prefill")):
+            if t not in tests:
+                band = rtm.unvalidated_band(what)
+                lines.append(f"no {t} point: this profile's {what} predictions were never measured against; their "
+                             "records carry the widest band of the runtime models on " + what
+                             + ("" if band is None else f" (±{100 * band:.0f}%)") + ", not the leave-one-out error")
+        if len(self.points) == 1:
+            lines.append("one point: no leave-one-out error, so its predictions of that test carry no band")
         return "\n".join(lines)
 
 
@@ -669,18 +679,23 @@ def _measured_on(s: cm.Setup) -> str:
     return ", ".join(parts)
 
 
+BOUND_TOL = 1e-3   # how near a bound a fitted value is "at" it (_at_bound)
+
+
 def _at_bound(name: str, v: float) -> str:
     """" (at its bound ...)" where the fit stopped a parameter at an end of its range (_fit's bounds): the
-    points pushed it there, so it is a limit, not a value they measure; else ""."""
+    points pushed it there, so it is a limit, not a value they measure; else "". Within BOUND_TOL of the
+    bound (relative; for an overhead's 0, BOUND_TOL us): least_squares' trust region stays strictly inside
+    its bounds, so a parameter the points push past 1 stops at 0.9999 or 0.999999, not at 1."""
     if _is_eff(name):
-        if v <= MIN_EFF * (1 + 1e-6):
+        if v <= MIN_EFF * (1 + BOUND_TOL):
             return f" (at its lower bound {MIN_EFF:g}: the points ask for less; not a measured value)"
-        if v >= 1 - 1e-9:
+        if v >= 1 - BOUND_TOL:
             return " (at its upper bound 1: the points ask for more; not a measured value)"
         return ""
-    if v <= 1e-6:
+    if v <= BOUND_TOL:
         return " (at its lower bound 0: the points ask for none; not a measured value)"
-    if v >= MAX_OVERHEAD_US * (1 - 1e-9):
+    if v >= MAX_OVERHEAD_US * (1 - BOUND_TOL):
         return f" (at its upper bound {MAX_OVERHEAD_US:g} us; not a measured value)"
     return ""
 

@@ -253,11 +253,18 @@ class RuntimeProfile:
         neither is held the runtime's error for the test (all classes) is the band; a runtime
         model with no public point of the test at all (vLLM's prefill) takes the widest band any
         runtime model has on that test (unvalidated_band), not its other test's error; a profile
-        calibrated on one user's file has one error (cv_error) for everything."""
+        calibrated on one user's file has one error (cv_error) for the tests it has points of; a test it
+        has no point of (a file of decode points only: its prefill) was never measured, so it takes the
+        widest band of the runtime models on that test (unvalidated_band), not the other test's error."""
         c = self.calibration or {}
         key = "decode" if test in ("tg", "serve", "decode") else "prefill" if test in ("pp", "prefill") else None
         if key is None:
             return self.cv_error
+        if c.get("cv_bands") is None and isinstance(c.get("points"), list) and c["points"]:
+            if not any(isinstance(p, dict) and ("decode" if p.get("test") in ("tg", "serve") else "prefill") == key
+                       for p in c["points"]):
+                band = unvalidated_band(key)
+                return float(band) if isinstance(band, (int, float)) else self.cv_error
         row = (c.get("cv_bands") or {}).get(key) or {}
         band = None
         if cfg is not None:

@@ -4,8 +4,9 @@ with its leave-one-out error as `cv_error` and the band avg_ts_lo/avg_ts_hi), th
 alone says what produced it. With `out` (.json) the sweep resumes: a finished point is reused
 only when its record's `fingerprint` (vocab.fingerprint of the resolved config, the hardware
 profile and rig, the runtime profile, formats, MLA strategy and the glmbench version) equals the
-one this run computes; a point whose inputs changed is recomputed and replaces the old record, so
-the file holds one record per point. The file is rewritten atomically after each setup.
+one this run computes and the record holds what those inputs give (each point is priced again to
+check: a record edited by hand is replaced); a point whose inputs changed is recomputed and replaces
+the old record, so the file holds one record per point. The file is rewritten atomically after each setup.
 
 Every tg/pp/serve/mem record says whether its context fits in the rig's memory (`fits`) and
 whether it is longer than the model's native positions (`beyond_native`, with `native_context`):
@@ -211,12 +212,34 @@ def _generate(s, d, n_gen, n_streams, r):
 
 
 def _cached(done, r, compute):
-    """The stored record of `r`'s point if it was made from the same inputs (same fingerprint),
-    else a new one."""
+    """The stored record of `r`'s point if it was made from the same inputs (same fingerprint) and
+    holds what they give, else a new one. A point is priced in about a millisecond, so a stored
+    record is checked against a fresh pricing: one whose fields were changed by hand (`avg_ts`,
+    `n_cards`, ...) under an unchanged fingerprint is replaced, not carried on as a prediction
+    (resume_summary counts it as `edited`)."""
     old = done.get(_key(r))
-    if old is not None and old.get("fingerprint") == r["fingerprint"]:
+    new = compute()
+    if old is not None and old.get("fingerprint") == r["fingerprint"] and same_record(old, new):
         return old
-    return compute()
+    return new
+
+
+def same_record(a: dict, b: dict, rel: float = 1e-9) -> bool:
+    """Whether two records hold the same fields and values (floats within `rel`: a record read back
+    from JSON, or priced on another machine, may differ in the last bits; a list as a tuple)."""
+    def same(x, y):
+        if isinstance(x, bool) or isinstance(y, bool):
+            return x is y
+        if isinstance(x, (int, float)) and isinstance(y, (int, float)):
+            if x == y or (x != x and y != y):
+                return True
+            return abs(x - y) <= rel * max(abs(x), abs(y))
+        if isinstance(x, (list, tuple)) and isinstance(y, (list, tuple)):
+            return len(x) == len(y) and all(same(u, v) for u, v in zip(x, y))
+        if isinstance(x, dict) and isinstance(y, dict):
+            return x.keys() == y.keys() and all(same(x[k], y[k]) for k in x)
+        return x == y
+    return same(a, b)
 
 
 def _flags(r: dict, context: int, fits: bool) -> dict:

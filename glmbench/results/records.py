@@ -268,15 +268,28 @@ def merge_records(path: str | os.PathLike, records: Iterable[dict], key: Callabl
         raise ValueError(f"`path` must end in .json, got {p!r}")
     recs = [validate(r) for r in records]
     with locked(p):
-        by_key: dict = {}
-        for r in read_records(p) if os.path.exists(p) and os.path.getsize(p) else []:
-            by_key.pop(key(r), None)
-            by_key[key(r)] = r
+        new: dict = {}
         for r in recs:
-            by_key.pop(key(r), None)
-            by_key[key(r)] = r
-        write_records(p, by_key.values())
-        return len(by_key)
+            new.pop(key(r), None)
+            new[key(r)] = r
+        # every record of the file that no new one replaces stays, even where two of them share a `key`:
+        # the key is this writer's idea of a point, and another writer's records (measurements at two
+        # thread counts, predictions at two links) may not differ in the fields it reads
+        held = _distinct(read_records(p) if os.path.exists(p) and os.path.getsize(p) else [])
+        out = [r for r in held if key(r) not in new] + list(new.values())
+        write_records(p, out)
+        return len(out)
+
+
+def _distinct(recs: list[dict]) -> list[dict]:
+    """The records less exact copies of an earlier one (a file appended to twice)."""
+    seen, out = set(), []
+    for r in recs:
+        t = json.dumps(r, sort_keys=True, default=_json_default)
+        if t not in seen:
+            seen.add(t)
+            out.append(r)
+    return out
 
 
 def count_records(path: str | os.PathLike) -> int:
@@ -348,7 +361,9 @@ class ResultStore:
     whether it is already stored (from the same inputs, when a fingerprint is given: a record
     whose `fingerprint` differs is not done); `add(record)` stores one point, replacing any record
     of the same key, and rewrites the file atomically, so killing the process loses at most the
-    point being computed. The file holds one record per key (the last one read or added).
+    point being computed. The file holds one record per key of those this store added; the file's other
+    records all stay (less exact copies), even two that share a key: another writer's (a sweep's
+    predictions at two links, to a measurement's key) need not differ in the fields this key reads.
     """
 
     def __init__(self, path: str | os.PathLike, key: Callable[[dict], tuple]):
@@ -356,7 +371,9 @@ class ResultStore:
         if not self.path.endswith(".json"):
             raise ValueError(f"ResultStore `path` must end in .json, got {self.path!r}")
         self.key = key
-        self._by_key: dict = {}
+        self._held: list = []        # the file's records as last read, every one (merge_records)
+        self._by_key: dict = {}      # the last record of each key in the file
+        self._added: dict = {}       # the records this store added, by key
         with locked(self.path):
             clean_stale_temps(self.path)
             self._reload()
@@ -364,15 +381,21 @@ class ResultStore:
     def _reload(self) -> None:
         """Take in the file's records as it is now (another writer may have added some); the
         records this store added stay (a record in the file of the same key replaces ours only
-        when it was written later, i.e. it is what the file holds)."""
+        when it was written later, i.e. it is what the file holds). Records of the file that share
+        a key are all kept (another writer's points need not differ in the fields this key reads)."""
         p = self.path
-        for r in read_records(p) if os.path.exists(p) and os.path.getsize(p) else []:
+        self._held = _distinct(read_records(p) if os.path.exists(p) and os.path.getsize(p) else [])
+        self._by_key = {}
+        for r in self._held:
             self._by_key.pop(self.key(r), None)  # a later record of a key wins, in file order
             self._by_key[self.key(r)] = r
+        for k in [k for k, r in self._added.items() if k in self._by_key and self._by_key[k] != r]:
+            del self._added[k]                   # another writer stored this point after us: theirs is the file's
+        self._by_key.update(self._added)
 
     @property
     def records(self) -> list[dict]:
-        return list(self._by_key.values())
+        return [r for r in self._held if self.key(r) not in self._added] + list(self._added.values())
 
     def get(self, key: tuple) -> dict | None:
         return self._by_key.get(key)
@@ -388,7 +411,8 @@ class ResultStore:
         k = self.key(record)
         with locked(self.path):
             self._reload()
-            self._by_key.pop(k, None)
+            self._added.pop(k, None)
+            self._added[k] = record
             self._by_key[k] = record
             write_records(self.path, self.records)
 
@@ -397,19 +421,20 @@ def resume_summary(before: Sequence[dict], after: Sequence[dict], key: Callable[
     """How a resumed run used its file: of the records `after` it returned, how many it `reused`
     (the stored record, unchanged), `retimed` (the stored record was marked unstable, so the point
     was timed again), `replaced` (a record of the same point from other inputs was there) and
-    `computed` (new points)."""
+    `computed` (new points), and `edited`: the stored record had this run's inputs (fingerprint) but
+    not what they give (a field changed by hand), so the point was computed again."""
     old = {}
     for r in before:
         old[key(r)] = r
-    out = {"reused": 0, "computed": 0, "replaced": 0, "retimed": 0}
+    out = {"reused": 0, "computed": 0, "replaced": 0, "retimed": 0, "edited": 0}
     for r in after:
         o = old.get(key(r))
         if o is None:
             out["computed"] += 1
         elif o == r:
             out["reused"] += 1
-        elif o.get("stable") is False and o.get("fingerprint") == r.get("fingerprint"):
-            out["retimed"] += 1
+        elif o.get("fingerprint") is not None and o.get("fingerprint") == r.get("fingerprint"):
+            out["retimed" if o.get("stable") is False else "edited"] += 1
         else:
             out["replaced"] += 1
     return out
