@@ -216,6 +216,33 @@ def test_bad_gguf_files_name_file_and_field(tmp_path):
     assert str(a) in msg and "general.architecture" in msg and "qwenX" in msg
 
 
+def test_corrupt_string_length_and_tensor_offset_are_named_errors(tmp_path):
+    """A string-array item whose length is past 2^63 (was an OverflowError traceback), and a tensor whose data offset
+    points into another tensor's bytes (ggml's reader refuses it; read, it ran another tensor's data as this one's)."""
+    _, _, p = _write(tmp_path, "qwen3")
+    raw = open(p, "rb").read()
+    start, count = gguf_file.read(p)._arrays["tokenizer.ggml.tokens"]
+    assert count > 2
+    j = start + 8 + struct.unpack_from("<Q", raw, start)[0]   # the second token's length
+    bad = tmp_path / "len.gguf"
+    bad.write_bytes(raw[:j] + struct.pack("<Q", 2**64 - 1) + raw[j + 8:])
+    msg = _err(configs.load, str(bad))
+    assert str(bad) in msg and "tokenizer.ggml.tokens" in msg and "runs past the end" in msg
+    g = gguf_file.read(p)
+    name = "blk.0.attn_output.weight"
+    assert g.tensors[name].offset != g.data_offset
+    i = raw.index(name.encode()) + len(name)
+    nd = struct.unpack_from("<I", raw, i)[0]
+    k = i + 4 + 8 * nd + 4
+    assert g.data_offset + struct.unpack_from("<Q", raw, k)[0] == g.tensors[name].offset
+    over = tmp_path / "overlap.gguf"
+    over.write_bytes(raw[:k] + struct.pack("<Q", 0) + raw[k + 8:])   # the first tensor's bytes
+    for fn in (configs.load, gguf_file.read):
+        msg = _err(fn, str(over))
+        assert str(over) in msg and name in msg and "offset 0, expected" in msg
+    assert open(p, "rb").read() == raw
+
+
 def test_missing_tensor_and_wrong_shape_name_the_tensor(tmp_path):
     cfg, model = _hf("qwen3")
     sd = dict(model.state_dict())

@@ -286,7 +286,7 @@ class _Cursor:
                 try:
                     for _ in range(count):   # the hot loop of a 150k-token vocabulary: nothing else in it
                         pos += 8 + u(mm, pos)[0]
-                except struct.error:
+                except (struct.error, OverflowError):   # (a corrupt length past 2^63: OverflowError)
                     pos = self.size + 1
                 if pos > self.size:
                     raise GGUFError(f"{self.path}: truncated: {what} ({count} strings from byte {start}) runs past "
@@ -447,9 +447,14 @@ def _parse(mm, p, size) -> GGUFFile:
         infos.append((name, int(tid), tt.name, tuple(reversed(ne)), off, n // block * bb))
     data_offset = (c.pos + align - 1) // align * align
     tensors = {}
+    expect = 0   # ggml's gguf reader: each tensor's data right after the one before, padded to the alignment
     for name, tid, tname, shape, off, nb in infos:
         if name in tensors:
             raise GGUFError(f"{p}: tensor {name!r} appears twice")
+        if off != expect:   # (else tensors may overlap: another tensor's bytes read as this one's)
+            raise GGUFError(f"{p}: corrupt: tensor {name!r} has data offset {off}, expected {expect} (llama.cpp "
+                            f"requires each tensor's data to follow the one before it)")
+        expect += (nb + align - 1) // align * align
         start = data_offset + off
         if start + nb > size:
             raise GGUFError(f"{p}: truncated: tensor {name!r} ({tname}, {nb} bytes at {start}) runs past the "
