@@ -440,6 +440,29 @@ def test_tied_quantized_embedding_prefill_and_decode(fmt):
         np.testing.assert_array_equal(m.decode(t), ref.decode(t))
 
 
+def test_hf_folder_whose_config_disagrees_with_its_weights(tmp_path):
+    """An HF folder whose config.json gives a matrix another shape than the one stored under its name (here
+    intermediate_size 128 over 96-wide MLP weights; the router of 4 experts over 8) is one error naming the file,
+    the tensor and both shapes, as a GGUF's is; before, `sweep --model FOLDER` priced the stored bytes with the
+    config's FLOPs (measure refused it). The folder is not modified."""
+    for mt, key, value, name, stored, want in (
+            ("qwen3", "intermediate_size", 128, "model.layers.0.mlp.gate_proj.weight", (96, 64), (128, 64)),
+            ("qwen3_moe", "num_experts", 4, "model.layers.0.mlp.gate.weight", (8, 64), (4, 64))):
+        _, model = _hf(mt)
+        folder = tmp_path / mt
+        model.save_pretrained(folder)
+        assert configs.load(str(folder)).file_weights.kind == "safetensors"
+        cj = folder / "config.json"
+        hf = json.loads(cj.read_text())
+        hf[key] = value
+        cj.write_text(json.dumps(hf))
+        before = {f.name: f.read_bytes() for f in folder.iterdir()}
+        msg = _err(configs.load, str(folder))
+        assert str(folder / "model.safetensors") in msg and repr(name) in msg
+        assert f"shape {stored}" in msg and f"config.json gives {want}" in msg
+        assert {f.name: f.read_bytes() for f in folder.iterdir()} == before
+
+
 def test_hf_folder_predicts_at_its_stored_dtype(tmp_path, capsys):
     from glmbench.cli import main
     from glmbench.predict import costmodel

@@ -2505,16 +2505,22 @@ def folder_weights(folder: str, shapes: dict, n_layers: int) -> FileWeights | No
     experts stored one by one, half a fused gate_up_proj each), at the type of its largest part (AWQ /
     GPTQ / MXFP4 for those layouts); a tensor the folder does not store under a name of its own is
     counted at the dtype of its layer's other tensors, else the folder's main one, so a prediction for
-    the folder is at its stored dtype. Layers past `n_layers` (MTP) are skipped bytes; tensors the config
+    the folder is at its stored dtype; an unquantized tensor stored whole under its own name with another
+    number of elements than `shapes` gives is a GGUFError (config and weights disagree). Layers past
+    `n_layers` (MTP) are skipped bytes; tensors the config
     does not name extra bytes; a multimodal checkpoint's text model is read by its text names and its vision tower
     and projector are unpriced bytes (text_model_name)."""
     files = safetensors_files(folder) if glob.glob(os.path.join(folder, "*.safetensors")) else []
     if not files:
         return None
     head: dict = {}
+    where: dict = {}
     for f in files:
-        head.update(_safetensors_header(f))
+        h = _safetensors_header(f)
+        head.update(h)
+        where.update(dict.fromkeys(h, f))
     total = sum(b for _, _, b in head.values())
+    where = {text_model_name(n): f for n, f in where.items()}
     # (a multimodal checkpoint: the text model's tensors by their text names, the vision tower's bytes unpriced)
     texts = {n: text_model_name(n) for n in head}
     unpriced = sum(b for n, (_, _, b) in head.items() if texts[n] is None)
@@ -2540,6 +2546,12 @@ def folder_weights(folder: str, shapes: dict, n_layers: int) -> FileWeights | No
         if hf in parts:
             b = int(sum(p[3] for p in parts[hf]))
             _, dt, st_shape, _ = max(parts[hf], key=lambda p: p[3])
+            own = [p for p in parts[hf] if p[0] in (hf, hf + ".weight")]
+            if len(parts[hf]) == 1 and own and dt in _ST_FORMAT and math.prod(st_shape) != numel:
+                # a matrix stored whole under its own name holds the config's shape (else config and weights
+                # disagree: the bytes priced would be the file's, the FLOPs and the cache the config's)
+                raise GGUFError(f"{where.get(own[0][0], folder)}: tensor {own[0][0]!r} has shape {tuple(st_shape)}, "
+                                f"but its config.json gives {tuple(shape)}")
             names = [p[0] for p in parts[hf]]
             if any(n.endswith(".qweight") for n in names):
                 # AWQ packs 32 // bits weights of an output row per int32 ([in, out / 8]), GPTQ of an input column
