@@ -277,6 +277,46 @@ def test_safetensors_header_that_lies(tmp_path):
     assert str(f) in _err(checkpoint.state_dict, str(tmp_path / "ok"))
 
 
+def test_measure_names_the_file_whose_weights_fail(tmp_path, capsys, monkeypatch):
+    """`glmbench measure FILE` on weights that give NaN (one in the output matrix: finite activations, NaN logits,
+    was a RuntimeError traceback; one in an MLP matrix: the kernels' "`x` contains NaN", naming no file) or an HF
+    folder lacking a tensor: one line naming the file. The files are not modified."""
+    from glmbench.cli import main
+    from glmbench.measure import cpu
+    cfg, model = _hf("qwen3")
+    args = ["--depths", "0", "--n-prompt", "4", "--n-gen", "2", "--repeats", "1", "-q", "--json"]
+    for name in ("lm_head.weight", "model.layers.1.mlp.down_proj.weight"):
+        sd = {k: v.clone() for k, v in model.state_dict().items()}
+        sd[name][3, 5] = float("nan")
+        p = tmp_path / f"nan-{name.split('.')[-2]}.gguf"
+        gguf_writer.write(p, cfg, sd, types=lambda n, sh: T.F16 if len(sh) > 1 else T.F32)
+        raw = p.read_bytes()
+        assert main(["measure", str(p), *args]) == 2
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and str(p) in err[0] and "non-finite values" in err[0], err
+        assert p.read_bytes() == raw
+    folder = tmp_path / "hf"
+    model.save_pretrained(folder)
+    from safetensors.numpy import load_file, save_file
+    st = folder / "model.safetensors"
+    sd = load_file(st)
+    del sd["model.norm.weight"]
+    save_file(sd, st)
+    capsys.readouterr()   # (save_pretrained's progress bar)
+    assert main(["measure", str(folder), *args]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and f"{folder}: " in err[0] and "'model.norm.weight'" in err[0], err
+    # a non-finite value met while timing, past the validation step (an expert it did not route to, say)
+    _, _, p = _write(tmp_path, "qwen3")
+
+    def nan_point(*a, **k):
+        raise ValueError("`x` contains NaN at flat index 3")
+    monkeypatch.setattr(cpu, "_run_point", nan_point)
+    assert main(["measure", p, *args]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and p in err[0] and "`x` contains NaN at flat index 3" in err[0], err
+
+
 @pytest.mark.slow
 def test_cli_gguf_errors_are_one_line(tmp_path):
     bad = tmp_path / "x.gguf"
