@@ -317,6 +317,27 @@ def test_measure_names_the_file_whose_weights_fail(tmp_path, capsys, monkeypatch
     assert len(err) == 1 and p in err[0] and "`x` contains NaN at flat index 3" in err[0], err
 
 
+def test_report_states_a_model_files_stored_types(tmp_path, capsys):
+    """`glmbench report --model FILE`: report.md's setup line and offload.json's rows name the file's stored types,
+    which its records are priced at, not the --weights default (q4_K) that does not apply to it."""
+    import glmbench.report  # noqa: F401
+    from glmbench.cli import main
+    _, _, p = _write(tmp_path, "qwen3", types=lambda n, sh: T.Q8_0)
+    for models, want in (([p], "weights as stored (m: Q8_0)"), ([p, "qwen3-0.6b"], "weights `q4_K` (m: as stored, Q8_0)")):
+        out = tmp_path / f"rep{len(models)}"
+        args = ["report", *(a for m in models for a in ("--model", m)), "--cards", "1", "--depths", "512,1K",
+                "--concurrency", "1", "-q", "--offload", "--out", str(out)]
+        assert main(args) == 0, capsys.readouterr().err
+        md = (out / "report.md").read_text()
+        assert f"**Setup:** {', '.join(['m', 'qwen3-0.6b'][:len(models)])}; {want}, KV cache `f16`" in md
+        assert "q4_K` (" not in md.replace(want, "")
+        recs = json.loads((out / "records.json").read_text())
+        off = json.loads((out / "offload.json").read_text())
+        for rows in (recs, off):
+            assert {r["weights"] for r in rows if r["model"] == "m"} == {"q8_0"}
+            assert {r["weights"] for r in rows if r["model"] != "m"} <= {"q4_K"}
+
+
 @pytest.mark.slow
 def test_cli_gguf_errors_are_one_line(tmp_path):
     bad = tmp_path / "x.gguf"
