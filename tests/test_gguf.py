@@ -422,6 +422,8 @@ U32 = gguf.GGUFValueType.UINT32
     ("qwen3.context_length", None, "metadata 'qwen3.context_length' is missing"),
     # block_count below the file's blocks: blk.1 was counted as a skipped (MTP) layer, half the model priced
     ("qwen3.block_count", 1, "is of block 1, but metadata 'qwen3.block_count' = 1"),
+    # a corrupt count: refused before the loops over the blocks (they ran for hours)
+    ("qwen3.block_count", 2**31, "'qwen3.block_count' = 2,147,483,648 is larger than any real model's"),
 ])
 def test_inconsistent_metadata_is_one_named_error(tmp_path, key, value, match):
     cfg, model = _hf("qwen3")

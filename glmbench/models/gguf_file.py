@@ -541,6 +541,10 @@ def hf_config(g: GGUFFile) -> dict:
     ts = g.tensors
     nextn = m("nextn_predict_layers", 0, minimum=0)
     blocks = m("block_count", required=True, minimum=1)
+    from glmbench.vocab import MAX_CONFIG
+    if blocks > MAX_CONFIG["num_hidden_layers"]:   # (before the loops over the blocks: a corrupt count hung them)
+        raise GGUFError(f"{g.path}: metadata '{arch}.block_count' = {blocks:,} is larger than any real model's (at most "
+                        f"{MAX_CONFIG['num_hidden_layers']:,} layers)")
     L = blocks - nextn
     if L < 1:
         raise GGUFError(f"{g.path}: metadata '{arch}.block_count' = {blocks} leaves no decoder layer after the "
