@@ -482,6 +482,26 @@ def test_missing_gating_func_follows_llama_cpp(tmp_path, mt, shape, want):
     assert c.router_scoring == want and c.hf["gguf_assumed"]
 
 
+@pytest.mark.slow
+def test_cli_says_a_notice_in_one_line(tmp_path):
+    """The CLI shows a GGUF's assumed value (GGUFNotice) as one `notice: ...` line naming the file, not Python's
+    warning with glmbench's source file and line; a warning from another package stays as Python formats it."""
+    import warnings
+    from glmbench import cli
+    cfg, model = _hf("deepseek_v2")
+    p = tmp_path / "m.gguf"
+    gguf_writer.write(p, cfg, model.state_dict(), meta={"deepseek2.expert_gating_func": (None, U32)})
+    r = subprocess.run([sys.executable, "-m", "glmbench", "sweep", "--model", str(p), "--cards", "1", "--depths",
+                        "512", "--tests", "mem", "-q", "--json"], capture_output=True, text=True,
+                       env=dict(os.environ, PYTHONPATH=ROOT))
+    assert r.returncode == 0, r.stderr
+    assert r.stderr.strip().splitlines() == [
+        f"notice: {p}: no metadata 'deepseek2.expert_gating_func'; assumed softmax routing as llama.cpp does "
+        "(DeepSeek-V2/V2.5 files without the key)"], r.stderr
+    other = cli._format_warning("other", DeprecationWarning, "/elsewhere/x.py", 3, _format=warnings.formatwarning)
+    assert other == warnings.formatwarning("other", DeprecationWarning, "/elsewhere/x.py", 3)
+
+
 @pytest.mark.parametrize("fmt", ["q8_0", "q4_0"])
 def test_tied_quantized_embedding_prefill_and_decode(fmt):
     """Tied embeddings (Qwen3-0.6B class): the head repacks the shared QTensor on its first call; the
