@@ -669,6 +669,24 @@ def test_hf_folder_reads_the_files_its_index_names(tmp_path):
         configs.load(str(folder))
 
 
+def test_hf_folder_shards_without_their_index(tmp_path):
+    """Shards without model.safetensors.index.json: all of them read; one missing is an error naming it (sweep
+    priced its tensors at a guessed dtype, measure named them missing one by one)."""
+    from glmbench.models import checkpoint
+    _, model = _hf("qwen3")
+    folder = tmp_path / "hf"
+    model.save_pretrained(folder, max_shard_size="100KB")
+    (folder / "model.safetensors.index.json").unlink()
+    shards = sorted(f.name for f in folder.glob("*.safetensors"))
+    assert len(shards) >= 3 and shards[1] == f"model-00002-of-{len(shards):05d}.safetensors"
+    whole = configs.load(str(folder)).file_weights
+    assert whole.total_bytes == sum(v.numel() * 4 for v in model.state_dict().values())
+    (folder / shards[1]).unlink()
+    for fn in (configs.load, checkpoint.state_dict):
+        msg = _err(fn, str(folder))
+        assert f"shard '{shards[1]}' is missing" in msg and str(folder) in msg
+
+
 def test_llama3_rope_freqs_tensor_runs_as_hf():
     """rope_freqs.weight (the converter's llama3 factors) -> rope_type freq_factors: the inverse
     frequencies equal HF's llama3 ones (float32 factors), and the whole model matches HF above."""

@@ -2498,7 +2498,25 @@ def safetensors_files(folder: str) -> list:
         return files
     files = sorted(glob.glob(os.path.join(folder, "*.safetensors")))
     hf = [f for f in files if not os.path.basename(f).startswith("consolidated")]
+    # shards without their index (model-00001-of-00004.safetensors ...): each of the N must be there, else the
+    # missing one's tensors would be priced at a guessed dtype (sweep) or named missing one by one (measure)
+    sets: dict = {}
+    for f in hf or files:
+        s = _SHARD_NAME.match(os.path.basename(f))
+        if s:
+            sets.setdefault((s["prefix"], int(s["count"])), set()).add(int(s["no"]))
+    for (prefix, count), have in sorted(sets.items()):
+        first = 0 if 0 in have else 1   # (HF numbers them from 1)
+        missing = [n for n in range(first, first + count) if n not in have]
+        if missing:
+            name = f"{prefix}-{missing[0]:05d}-of-{count:05d}.safetensors"
+            raise GGUFError(f"{folder}: shard {name!r} is missing ({len(have)} of the {count} shards "
+                            f"{prefix}-NNNNN-of-{count:05d}.safetensors are there, and no "
+                            f"model.safetensors.index.json)")
     return hf or files
+
+
+_SHARD_NAME = re.compile(r"^(?P<prefix>.+)-(?P<no>\d{5})-of-(?P<count>\d{5})\.safetensors$")
 
 
 def folder_weights(folder: str, shapes: dict, n_layers: int) -> FileWeights | None:
