@@ -685,6 +685,10 @@ def test_hf_folder_shards_without_their_index(tmp_path):
     for fn in (configs.load, checkpoint.state_dict):
         msg = _err(fn, str(folder))
         assert f"shard '{shards[1]}' is missing" in msg and str(folder) in msg
+    # one of the files given instead of its folder
+    msg = _err(configs.load, str(folder / shards[0]))
+    assert msg == f"{folder / shards[0]}: a .safetensors file holds weights only: give the folder holding it and its " \
+                  f"config.json ({folder})"
 
 
 def test_llama3_rope_freqs_tensor_runs_as_hf():
