@@ -338,6 +338,33 @@ def test_report_states_a_model_files_stored_types(tmp_path, capsys):
             assert {r["weights"] for r in rows if r["model"] != "m"} <= {"q4_K"}
 
 
+@pytest.mark.parametrize("entry,match", [
+    ({"shape": ["a", 64]}, "has no known dtype and shape"),       # was int()'s "invalid literal", naming no tensor
+    ({"shape": [[64], 64]}, "has no known dtype and shape"),      # was a TypeError
+    ({"shape": [-64, 64]}, "has no known dtype and shape"),
+    ({"dtype": ["F32"]}, "has no known dtype and shape"),          # was a TypeError (unhashable)
+    (None, "not a safetensors file (its header is a JSON list, not an object)"),   # was an AttributeError traceback
+])
+def test_safetensors_header_of_the_wrong_types(tmp_path, entry, match):
+    from glmbench.models import checkpoint
+    _, hf = _hf("qwen3")
+    hf.save_pretrained(tmp_path / "ok")
+    f = tmp_path / "ok" / "model.safetensors"
+    raw = f.read_bytes()
+    n = struct.unpack_from("<Q", raw)[0]
+    header = json.loads(raw[8:8 + n])
+    name = "model.layers.0.self_attn.q_proj.weight"
+    if entry is None:
+        header = [1, 2]
+    else:
+        header[name].update(entry)
+    h = json.dumps(header).encode()
+    f.write_bytes(struct.pack("<Q", len(h)) + h + raw[8 + n:])
+    for fn in (configs.load, checkpoint.state_dict):
+        msg = _err(fn, str(tmp_path / "ok"))
+        assert str(f) in msg and match in msg and (entry is None or repr(name) in msg)
+
+
 @pytest.mark.slow
 def test_cli_gguf_errors_are_one_line(tmp_path):
     bad = tmp_path / "x.gguf"

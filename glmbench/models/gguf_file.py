@@ -2386,15 +2386,19 @@ def _safetensors_header(path: str) -> dict:
             h = json.loads(f.read(n))
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
         raise GGUFError(f"{path}: not a readable safetensors header: {e}") from None
+    if not isinstance(h, dict):
+        raise GGUFError(f"{path}: not a safetensors file (its header is a JSON {type(h).__name__}, not an object)")
     out = {}
     for name, e in h.items():
         if name == "__metadata__":
             continue
-        if not isinstance(e, dict) or e.get("dtype") not in _ST_BYTES or not isinstance(e.get("shape"), list):
+        if not isinstance(e, dict) or not isinstance(e.get("dtype"), str) or e["dtype"] not in _ST_BYTES \
+                or not isinstance(e.get("shape"), list) \
+                or not all(isinstance(d, int) and not isinstance(d, bool) and d >= 0 for d in e["shape"]):
             raise GGUFError(f"{path}: tensor {name!r} header entry {e!r} has no known dtype and shape")
         numel = 1
         for d in e["shape"]:
-            numel *= int(d)
+            numel *= d
         out[name] = (e["dtype"], tuple(e["shape"]), numel * _ST_BYTES[e["dtype"]])
     return out
 
