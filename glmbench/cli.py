@@ -1318,7 +1318,29 @@ def _join_dash_values(parser, argv: list[str]) -> list[str]:
 EXIT_BROKEN_PIPE = 141  # 128 + SIGPIPE, what a shell reports for a Unix tool whose reader went away
 
 
+def _format_warning(message, category, filename, lineno, line=None, _format=None):
+    """A warning glmbench's own code raised (a GGUF's assumed value, GGUFNotice; a checkpoint's dequantized types) as
+    one line on stderr, `notice: ...` / `warning: ...`, not Python's two lines naming glmbench's source line; any
+    other package's warning as Python formats it (`_format`). (A formatter, not a showwarning: what records warnings,
+    pytest.warns, still gets them.)"""
+    if os.path.abspath(filename).startswith(_PKG_DIR):
+        from glmbench.models.gguf_file import GGUFNotice
+        return f"{'notice' if issubclass(category, GGUFNotice) else 'warning'}: {message}\n"
+    return _format(message, category, filename, lineno, line)
+
+
+_PKG_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
+
+
 def main(argv: list[str] | None = None) -> int:
+    import functools
+    import warnings
+    with warnings.catch_warnings():
+        warnings.formatwarning = functools.partial(_format_warning, _format=warnings.formatwarning)
+        return _main(argv)
+
+
+def _main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     try:
         args, extra = parser.parse_known_args(_join_dash_values(parser, list(sys.argv[1:] if argv is None else argv)))

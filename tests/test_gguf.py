@@ -216,6 +216,33 @@ def test_bad_gguf_files_name_file_and_field(tmp_path):
     assert str(a) in msg and "general.architecture" in msg and "qwenX" in msg
 
 
+def test_corrupt_string_length_and_tensor_offset_are_named_errors(tmp_path):
+    """A string-array item whose length is past 2^63 (was an OverflowError traceback), and a tensor whose data offset
+    points into another tensor's bytes (ggml's reader refuses it; read, it ran another tensor's data as this one's)."""
+    _, _, p = _write(tmp_path, "qwen3")
+    raw = open(p, "rb").read()
+    start, count = gguf_file.read(p)._arrays["tokenizer.ggml.tokens"]
+    assert count > 2
+    j = start + 8 + struct.unpack_from("<Q", raw, start)[0]   # the second token's length
+    bad = tmp_path / "len.gguf"
+    bad.write_bytes(raw[:j] + struct.pack("<Q", 2**64 - 1) + raw[j + 8:])
+    msg = _err(configs.load, str(bad))
+    assert str(bad) in msg and "tokenizer.ggml.tokens" in msg and "runs past the end" in msg
+    g = gguf_file.read(p)
+    name = "blk.0.attn_output.weight"
+    assert g.tensors[name].offset != g.data_offset
+    i = raw.index(name.encode()) + len(name)
+    nd = struct.unpack_from("<I", raw, i)[0]
+    k = i + 4 + 8 * nd + 4
+    assert g.data_offset + struct.unpack_from("<Q", raw, k)[0] == g.tensors[name].offset
+    over = tmp_path / "overlap.gguf"
+    over.write_bytes(raw[:k] + struct.pack("<Q", 0) + raw[k + 8:])   # the first tensor's bytes
+    for fn in (configs.load, gguf_file.read):
+        msg = _err(fn, str(over))
+        assert str(over) in msg and name in msg and "offset 0, expected" in msg
+    assert open(p, "rb").read() == raw
+
+
 def test_missing_tensor_and_wrong_shape_name_the_tensor(tmp_path):
     cfg, model = _hf("qwen3")
     sd = dict(model.state_dict())
@@ -248,6 +275,94 @@ def test_safetensors_header_that_lies(tmp_path):
     assert str(f) in msg
     f.write_bytes(raw[: len(raw) // 2])  # truncated data
     assert str(f) in _err(checkpoint.state_dict, str(tmp_path / "ok"))
+
+
+def test_measure_names_the_file_whose_weights_fail(tmp_path, capsys, monkeypatch):
+    """`glmbench measure FILE` on weights that give NaN (one in the output matrix: finite activations, NaN logits,
+    was a RuntimeError traceback; one in an MLP matrix: the kernels' "`x` contains NaN", naming no file) or an HF
+    folder lacking a tensor: one line naming the file. The files are not modified."""
+    from glmbench.cli import main
+    from glmbench.measure import cpu
+    cfg, model = _hf("qwen3")
+    args = ["--depths", "0", "--n-prompt", "4", "--n-gen", "2", "--repeats", "1", "-q", "--json"]
+    for name in ("lm_head.weight", "model.layers.1.mlp.down_proj.weight"):
+        sd = {k: v.clone() for k, v in model.state_dict().items()}
+        sd[name][3, 5] = float("nan")
+        p = tmp_path / f"nan-{name.split('.')[-2]}.gguf"
+        gguf_writer.write(p, cfg, sd, types=lambda n, sh: T.F16 if len(sh) > 1 else T.F32)
+        raw = p.read_bytes()
+        assert main(["measure", str(p), *args]) == 2
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and str(p) in err[0] and "non-finite values" in err[0], err
+        assert p.read_bytes() == raw
+    folder = tmp_path / "hf"
+    model.save_pretrained(folder)
+    from safetensors.numpy import load_file, save_file
+    st = folder / "model.safetensors"
+    sd = load_file(st)
+    del sd["model.norm.weight"]
+    save_file(sd, st)
+    capsys.readouterr()   # (save_pretrained's progress bar)
+    assert main(["measure", str(folder), *args]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and f"{folder}: " in err[0] and "'model.norm.weight'" in err[0], err
+    # a non-finite value met while timing, past the validation step (an expert it did not route to, say)
+    _, _, p = _write(tmp_path, "qwen3")
+
+    def nan_point(*a, **k):
+        raise ValueError("`x` contains NaN at flat index 3")
+    monkeypatch.setattr(cpu, "_run_point", nan_point)
+    assert main(["measure", p, *args]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and p in err[0] and "`x` contains NaN at flat index 3" in err[0], err
+
+
+def test_report_states_a_model_files_stored_types(tmp_path, capsys):
+    """`glmbench report --model FILE`: report.md's setup line and offload.json's rows name the file's stored types,
+    which its records are priced at, not the --weights default (q4_K) that does not apply to it."""
+    import glmbench.report  # noqa: F401
+    from glmbench.cli import main
+    _, _, p = _write(tmp_path, "qwen3", types=lambda n, sh: T.Q8_0)
+    for models, want in (([p], "weights as stored (m: Q8_0)"), ([p, "qwen3-0.6b"], "weights `q4_K` (m: as stored, Q8_0)")):
+        out = tmp_path / f"rep{len(models)}"
+        args = ["report", *(a for m in models for a in ("--model", m)), "--cards", "1", "--depths", "512,1K",
+                "--concurrency", "1", "-q", "--offload", "--out", str(out)]
+        assert main(args) == 0, capsys.readouterr().err
+        md = (out / "report.md").read_text()
+        assert f"**Setup:** {', '.join(['m', 'qwen3-0.6b'][:len(models)])}; {want}, KV cache `f16`" in md
+        assert "q4_K` (" not in md.replace(want, "")
+        recs = json.loads((out / "records.json").read_text())
+        off = json.loads((out / "offload.json").read_text())
+        for rows in (recs, off):
+            assert {r["weights"] for r in rows if r["model"] == "m"} == {"q8_0"}
+            assert {r["weights"] for r in rows if r["model"] != "m"} <= {"q4_K"}
+
+
+@pytest.mark.parametrize("entry,match", [
+    ({"shape": ["a", 64]}, "has no known dtype and shape"),       # was int()'s "invalid literal", naming no tensor
+    ({"shape": [[64], 64]}, "has no known dtype and shape"),      # was a TypeError
+    ({"shape": [-64, 64]}, "has no known dtype and shape"),
+    ({"dtype": ["F32"]}, "has no known dtype and shape"),          # was a TypeError (unhashable)
+    (None, "not a safetensors file (its header is a JSON list, not an object)"),   # was an AttributeError traceback
+])
+def test_safetensors_header_of_the_wrong_types(tmp_path, entry, match):
+    from glmbench.models import checkpoint
+    _, hf = _hf("qwen3")
+    hf.save_pretrained(tmp_path / "ok")
+    f = tmp_path / "ok" / "model.safetensors"
+    raw = f.read_bytes()
+    n = struct.unpack_from("<Q", raw)[0]
+    header = json.loads(raw[8:8 + n])
+    name = "model.layers.0.self_attn.q_proj.weight"
+    if entry is None:
+        header = [1, 2]
+    else:
+        header[name].update(entry)
+    h = json.dumps(header).encode()
+    f.write_bytes(struct.pack("<Q", len(h)) + h + raw[8 + n:])
+    for fn in (configs.load, checkpoint.state_dict):
+        msg = _err(fn, str(tmp_path / "ok"))
+        assert str(f) in msg and match in msg and (entry is None or repr(name) in msg)
 
 
 @pytest.mark.slow
@@ -334,6 +449,8 @@ U32 = gguf.GGUFValueType.UINT32
     ("qwen3.context_length", None, "metadata 'qwen3.context_length' is missing"),
     # block_count below the file's blocks: blk.1 was counted as a skipped (MTP) layer, half the model priced
     ("qwen3.block_count", 1, "is of block 1, but metadata 'qwen3.block_count' = 1"),
+    # a corrupt count: refused before the loops over the blocks (they ran for hours)
+    ("qwen3.block_count", 2**31, "'qwen3.block_count' = 2,147,483,648 is larger than any real model's"),
 ])
 def test_inconsistent_metadata_is_one_named_error(tmp_path, key, value, match):
     cfg, model = _hf("qwen3")
@@ -392,6 +509,26 @@ def test_missing_gating_func_follows_llama_cpp(tmp_path, mt, shape, want):
     assert c.router_scoring == want and c.hf["gguf_assumed"]
 
 
+@pytest.mark.slow
+def test_cli_says_a_notice_in_one_line(tmp_path):
+    """The CLI shows a GGUF's assumed value (GGUFNotice) as one `notice: ...` line naming the file, not Python's
+    warning with glmbench's source file and line; a warning from another package stays as Python formats it."""
+    import warnings
+    from glmbench import cli
+    cfg, model = _hf("deepseek_v2")
+    p = tmp_path / "m.gguf"
+    gguf_writer.write(p, cfg, model.state_dict(), meta={"deepseek2.expert_gating_func": (None, U32)})
+    r = subprocess.run([sys.executable, "-m", "glmbench", "sweep", "--model", str(p), "--cards", "1", "--depths",
+                        "512", "--tests", "mem", "-q", "--json"], capture_output=True, text=True,
+                       env=dict(os.environ, PYTHONPATH=ROOT))
+    assert r.returncode == 0, r.stderr
+    assert r.stderr.strip().splitlines() == [
+        f"notice: {p}: no metadata 'deepseek2.expert_gating_func'; assumed softmax routing as llama.cpp does "
+        "(DeepSeek-V2/V2.5 files without the key)"], r.stderr
+    other = cli._format_warning("other", DeprecationWarning, "/elsewhere/x.py", 3, _format=warnings.formatwarning)
+    assert other == warnings.formatwarning("other", DeprecationWarning, "/elsewhere/x.py", 3)
+
+
 @pytest.mark.parametrize("fmt", ["q8_0", "q4_0"])
 def test_tied_quantized_embedding_prefill_and_decode(fmt):
     """Tied embeddings (Qwen3-0.6B class): the head repacks the shared QTensor on its first call; the
@@ -411,6 +548,29 @@ def test_tied_quantized_embedding_prefill_and_decode(fmt):
     assert m.embed.packed is not None   # repacked in place by the head
     for t in steps:
         np.testing.assert_array_equal(m.decode(t), ref.decode(t))
+
+
+def test_hf_folder_whose_config_disagrees_with_its_weights(tmp_path):
+    """An HF folder whose config.json gives a matrix another shape than the one stored under its name (here
+    intermediate_size 128 over 96-wide MLP weights; the router of 4 experts over 8) is one error naming the file,
+    the tensor and both shapes, as a GGUF's is; before, `sweep --model FOLDER` priced the stored bytes with the
+    config's FLOPs (measure refused it). The folder is not modified."""
+    for mt, key, value, name, stored, want in (
+            ("qwen3", "intermediate_size", 128, "model.layers.0.mlp.gate_proj.weight", (96, 64), (128, 64)),
+            ("qwen3_moe", "num_experts", 4, "model.layers.0.mlp.gate.weight", (8, 64), (4, 64))):
+        _, model = _hf(mt)
+        folder = tmp_path / mt
+        model.save_pretrained(folder)
+        assert configs.load(str(folder)).file_weights.kind == "safetensors"
+        cj = folder / "config.json"
+        hf = json.loads(cj.read_text())
+        hf[key] = value
+        cj.write_text(json.dumps(hf))
+        before = {f.name: f.read_bytes() for f in folder.iterdir()}
+        msg = _err(configs.load, str(folder))
+        assert str(folder / "model.safetensors") in msg and repr(name) in msg
+        assert f"shape {stored}" in msg and f"config.json gives {want}" in msg
+        assert {f.name: f.read_bytes() for f in folder.iterdir()} == before
 
 
 def test_hf_folder_predicts_at_its_stored_dtype(tmp_path, capsys):
@@ -534,6 +694,28 @@ def test_hf_folder_reads_the_files_its_index_names(tmp_path):
     (folder / "model.safetensors.index.json").write_text(json.dumps(index))
     with pytest.raises(ValueError, match="'weight_map' names 'model-00003-of-00002.safetensors'"):
         configs.load(str(folder))
+
+
+def test_hf_folder_shards_without_their_index(tmp_path):
+    """Shards without model.safetensors.index.json: all of them read; one missing is an error naming it (sweep
+    priced its tensors at a guessed dtype, measure named them missing one by one)."""
+    from glmbench.models import checkpoint
+    _, model = _hf("qwen3")
+    folder = tmp_path / "hf"
+    model.save_pretrained(folder, max_shard_size="100KB")
+    (folder / "model.safetensors.index.json").unlink()
+    shards = sorted(f.name for f in folder.glob("*.safetensors"))
+    assert len(shards) >= 3 and shards[1] == f"model-00002-of-{len(shards):05d}.safetensors"
+    whole = configs.load(str(folder)).file_weights
+    assert whole.total_bytes == sum(v.numel() * 4 for v in model.state_dict().values())
+    (folder / shards[1]).unlink()
+    for fn in (configs.load, checkpoint.state_dict):
+        msg = _err(fn, str(folder))
+        assert f"shard '{shards[1]}' is missing" in msg and str(folder) in msg
+    # one of the files given instead of its folder
+    msg = _err(configs.load, str(folder / shards[0]))
+    assert msg == f"{folder / shards[0]}: a .safetensors file holds weights only: give the folder holding it and its " \
+                  f"config.json ({folder})"
 
 
 def test_llama3_rope_freqs_tensor_runs_as_hf():

@@ -40,6 +40,7 @@ attention costs the same whatever the values; records say `kv_fill: "synthetic"`
 """
 from __future__ import annotations
 
+import re
 import time
 from typing import Sequence
 
@@ -317,24 +318,45 @@ def _measure(cfg, depths, tests, layers, n_prompt, n_gen, weights, kv, mla_strat
     bar = _bar(progress, sum(1 if p["test"] == "mem" else warmup + repeats for p in todo), cfg.name)
     if bar is not None:
         bar.set_postfix_str(f"building {len(idx) if idx else cfg.n_layers} layers")
+    # a model file's weights are the user's input: what they do wrong is an error naming the file
+    src = cfg.file_weights.path if state is not None and cfg.file_weights is not None else None
     try:
-        m = Model(cfg, state, weights=weights, kv=kv, max_context=capacity, seed=seed,
-                  mla_strategy=mla_strategy, layers=idx,
-                  progress=None if bar is None else
-                  (lambda i, n: bar.set_postfix_str(f"built {i}/{n} layers", refresh=True)))
+        try:
+            m = Model(cfg, state, weights=weights, kv=kv, max_context=capacity, seed=seed,
+                      mla_strategy=mla_strategy, layers=idx,
+                      progress=None if bar is None else
+                      (lambda i, n: bar.set_postfix_str(f"built {i}/{n} layers", refresh=True)))
+        except ValueError as e:   # ("`state_dict` lacks 'model.norm.weight'": the file's)
+            if src is None or src in str(e):
+                raise
+            raise ValueError(f"{src}: {e}") from None
         built_kinds = [kinds[l.index] for l in m.layers]
         # Validate before timing: one step must give finite logits, or the numbers mean nothing.
-        check = m.decode(0)
+        try:
+            check = m.decode(0)
+        except ValueError as e:   # (the kernels refuse a NaN / inf activation)
+            if src is None or not _NON_FINITE.search(str(e)):
+                raise
+            check = np.array([np.nan])
         if not np.all(np.isfinite(check)):
+            if src is not None:
+                raise ValueError(f"{src}: one decode step on its weights gave non-finite values (weights holding NaN "
+                                 "or inf, or overflowing float32); not timing it")
             raise RuntimeError(f"{cfg.name}: the validation step gave non-finite logits; not timing it")
         m.reset()
         rng = np.random.default_rng(seed)
         noise = _probe_noise() if any(p["test"] != "mem" for p in todo) else None
-        return protocol.run(
-            points, store, lambda p: _run_point(m, p, built_kinds, counts, rng, warmup, repeats, bar, bandwidth_probe,
-                                                routing_stats, noise),
-            on_point=None if bar is None else (lambda p: bar.set_postfix_str(f"{p['test']}@{p['n_depth']}")),
-            retries=retries)
+        try:
+            return protocol.run(
+                points, store, lambda p: _run_point(m, p, built_kinds, counts, rng, warmup, repeats, bar,
+                                                    bandwidth_probe, routing_stats, noise),
+                on_point=None if bar is None else (lambda p: bar.set_postfix_str(f"{p['test']}@{p['n_depth']}")),
+                retries=retries)
+        except ValueError as e:   # (a NaN / inf met past the validation step: an expert it did not route to, say)
+            if src is None or not _NON_FINITE.search(str(e)):
+                raise
+            raise ValueError(f"{src}: its weights gave a non-finite value while timing ({e}): weights holding NaN "
+                             "or inf, or overflowing float32") from None
     finally:
         if bar is not None:
             bar.close()
@@ -399,6 +421,10 @@ def _workspace_peak(m, d, n_prompt, rng) -> int:
             m.prefill(toks, logits="last")
         peak = max(peak, workspace_bytes()[1])
     return int(peak)
+
+
+# the kernels' refusal of a non-finite activation ("`x` contains NaN at flat index 12")
+_NON_FINITE = re.compile(r"contains (NaN|inf|-inf)\b")
 
 
 def _model_bytes(cfg, weights, state) -> int:

@@ -1753,6 +1753,9 @@ def load(src) -> ModelConfig:
             return load_gguf(path)
         if not os.path.isfile(path):
             raise ValueError(_not_found(s, path))
+        if path.lower().endswith(".safetensors"):
+            raise ValueError(f"{path}: a .safetensors file holds weights only: give the folder holding it and its "
+                             f"config.json ({os.path.dirname(path) or '.'})")
         hf = _read_json(path)
         try:
             cfg = from_hf(hf, _name_from_path(path, hf))

@@ -286,7 +286,7 @@ class _Cursor:
                 try:
                     for _ in range(count):   # the hot loop of a 150k-token vocabulary: nothing else in it
                         pos += 8 + u(mm, pos)[0]
-                except struct.error:
+                except (struct.error, OverflowError):   # (a corrupt length past 2^63: OverflowError)
                     pos = self.size + 1
                 if pos > self.size:
                     raise GGUFError(f"{self.path}: truncated: {what} ({count} strings from byte {start}) runs past "
@@ -447,9 +447,14 @@ def _parse(mm, p, size) -> GGUFFile:
         infos.append((name, int(tid), tt.name, tuple(reversed(ne)), off, n // block * bb))
     data_offset = (c.pos + align - 1) // align * align
     tensors = {}
+    expect = 0   # ggml's gguf reader: each tensor's data right after the one before, padded to the alignment
     for name, tid, tname, shape, off, nb in infos:
         if name in tensors:
             raise GGUFError(f"{p}: tensor {name!r} appears twice")
+        if off != expect:   # (else tensors may overlap: another tensor's bytes read as this one's)
+            raise GGUFError(f"{p}: corrupt: tensor {name!r} has data offset {off}, expected {expect} (llama.cpp "
+                            f"requires each tensor's data to follow the one before it)")
+        expect += (nb + align - 1) // align * align
         start = data_offset + off
         if start + nb > size:
             raise GGUFError(f"{p}: truncated: tensor {name!r} ({tname}, {nb} bytes at {start}) runs past the "
@@ -536,6 +541,10 @@ def hf_config(g: GGUFFile) -> dict:
     ts = g.tensors
     nextn = m("nextn_predict_layers", 0, minimum=0)
     blocks = m("block_count", required=True, minimum=1)
+    from glmbench.vocab import MAX_CONFIG
+    if blocks > MAX_CONFIG["num_hidden_layers"]:   # (before the loops over the blocks: a corrupt count hung them)
+        raise GGUFError(f"{g.path}: metadata '{arch}.block_count' = {blocks:,} is larger than any real model's (at most "
+                        f"{MAX_CONFIG['num_hidden_layers']:,} layers)")
     L = blocks - nextn
     if L < 1:
         raise GGUFError(f"{g.path}: metadata '{arch}.block_count' = {blocks} leaves no decoder layer after the "
@@ -2377,15 +2386,19 @@ def _safetensors_header(path: str) -> dict:
             h = json.loads(f.read(n))
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
         raise GGUFError(f"{path}: not a readable safetensors header: {e}") from None
+    if not isinstance(h, dict):
+        raise GGUFError(f"{path}: not a safetensors file (its header is a JSON {type(h).__name__}, not an object)")
     out = {}
     for name, e in h.items():
         if name == "__metadata__":
             continue
-        if not isinstance(e, dict) or e.get("dtype") not in _ST_BYTES or not isinstance(e.get("shape"), list):
+        if not isinstance(e, dict) or not isinstance(e.get("dtype"), str) or e["dtype"] not in _ST_BYTES \
+                or not isinstance(e.get("shape"), list) \
+                or not all(isinstance(d, int) and not isinstance(d, bool) and d >= 0 for d in e["shape"]):
             raise GGUFError(f"{path}: tensor {name!r} header entry {e!r} has no known dtype and shape")
         numel = 1
         for d in e["shape"]:
-            numel *= int(d)
+            numel *= d
         out[name] = (e["dtype"], tuple(e["shape"]), numel * _ST_BYTES[e["dtype"]])
     return out
 
@@ -2489,7 +2502,25 @@ def safetensors_files(folder: str) -> list:
         return files
     files = sorted(glob.glob(os.path.join(folder, "*.safetensors")))
     hf = [f for f in files if not os.path.basename(f).startswith("consolidated")]
+    # shards without their index (model-00001-of-00004.safetensors ...): each of the N must be there, else the
+    # missing one's tensors would be priced at a guessed dtype (sweep) or named missing one by one (measure)
+    sets: dict = {}
+    for f in hf or files:
+        s = _SHARD_NAME.match(os.path.basename(f))
+        if s:
+            sets.setdefault((s["prefix"], int(s["count"])), set()).add(int(s["no"]))
+    for (prefix, count), have in sorted(sets.items()):
+        first = 0 if 0 in have else 1   # (HF numbers them from 1)
+        missing = [n for n in range(first, first + count) if n not in have]
+        if missing:
+            name = f"{prefix}-{missing[0]:05d}-of-{count:05d}.safetensors"
+            raise GGUFError(f"{folder}: shard {name!r} is missing ({len(have)} of the {count} shards "
+                            f"{prefix}-NNNNN-of-{count:05d}.safetensors are there, and no "
+                            f"model.safetensors.index.json)")
     return hf or files
+
+
+_SHARD_NAME = re.compile(r"^(?P<prefix>.+)-(?P<no>\d{5})-of-(?P<count>\d{5})\.safetensors$")
 
 
 def folder_weights(folder: str, shapes: dict, n_layers: int) -> FileWeights | None:
@@ -2500,16 +2531,22 @@ def folder_weights(folder: str, shapes: dict, n_layers: int) -> FileWeights | No
     experts stored one by one, half a fused gate_up_proj each), at the type of its largest part (AWQ /
     GPTQ / MXFP4 for those layouts); a tensor the folder does not store under a name of its own is
     counted at the dtype of its layer's other tensors, else the folder's main one, so a prediction for
-    the folder is at its stored dtype. Layers past `n_layers` (MTP) are skipped bytes; tensors the config
+    the folder is at its stored dtype; an unquantized tensor stored whole under its own name with another
+    number of elements than `shapes` gives is a GGUFError (config and weights disagree). Layers past
+    `n_layers` (MTP) are skipped bytes; tensors the config
     does not name extra bytes; a multimodal checkpoint's text model is read by its text names and its vision tower
     and projector are unpriced bytes (text_model_name)."""
     files = safetensors_files(folder) if glob.glob(os.path.join(folder, "*.safetensors")) else []
     if not files:
         return None
     head: dict = {}
+    where: dict = {}
     for f in files:
-        head.update(_safetensors_header(f))
+        h = _safetensors_header(f)
+        head.update(h)
+        where.update(dict.fromkeys(h, f))
     total = sum(b for _, _, b in head.values())
+    where = {text_model_name(n): f for n, f in where.items()}
     # (a multimodal checkpoint: the text model's tensors by their text names, the vision tower's bytes unpriced)
     texts = {n: text_model_name(n) for n in head}
     unpriced = sum(b for n, (_, _, b) in head.items() if texts[n] is None)
@@ -2535,6 +2572,12 @@ def folder_weights(folder: str, shapes: dict, n_layers: int) -> FileWeights | No
         if hf in parts:
             b = int(sum(p[3] for p in parts[hf]))
             _, dt, st_shape, _ = max(parts[hf], key=lambda p: p[3])
+            own = [p for p in parts[hf] if p[0] in (hf, hf + ".weight")]
+            if len(parts[hf]) == 1 and own and dt in _ST_FORMAT and math.prod(st_shape) != numel:
+                # a matrix stored whole under its own name holds the config's shape (else config and weights
+                # disagree: the bytes priced would be the file's, the FLOPs and the cache the config's)
+                raise GGUFError(f"{where.get(own[0][0], folder)}: tensor {own[0][0]!r} has shape {tuple(st_shape)}, "
+                                f"but its config.json gives {tuple(shape)}")
             names = [p[0] for p in parts[hf]]
             if any(n.endswith(".qweight") for n in names):
                 # AWQ packs 32 // bits weights of an output row per int32 ([in, out / 8]), GPTQ of an input column

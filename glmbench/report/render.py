@@ -70,11 +70,11 @@ def _header(records, study: Study, charts, ceils=None, finds=None, offload=None)
             if rt.name in rtm.PHYSICS and not rt.calibrated:
                 L += ["", _physics_error(rt.name)]
     L.append("")
-    L.append(f"**Setup:** {', '.join(study.configs)}; weights `{study.weights}`, KV cache `{study.kv}`; "
+    L.append(f"**Setup:** {', '.join(study.configs)}; {_weights_said(study)}, KV cache `{study.kv}`; "
              f"{', '.join(_rig_name(study, n) for n in study.cards)}; "
              f"depths {_tok(study.depths[0])} to {_tok(study.depths[-1])}.")
     wf = vocab.weight_format(study.weights)
-    if isinstance(wf, vocab.Mix):
+    if isinstance(wf, vocab.Mix) and not all(c.file_weights for c in study.configs.values()):
         L.append("")
         L.append(f"Weights `{wf.name}`: {wf.note}.")
     L.append("")
@@ -212,14 +212,25 @@ def _memory(pred, study: Study, ceils) -> list:
     return L
 
 
+def _weights_said(study: Study) -> str:
+    """The study's weights as the report states them: `--weights`, but a model file (a GGUF, an HF folder) at its
+    own stored types, as the cost model prices it (its main type named)."""
+    files = {n: c.file_weights for n, c in study.configs.items() if c.file_weights is not None}
+    if not files:
+        return f"weights `{study.weights}`"
+    if len(files) == len(study.configs):
+        return "weights as stored (" + "; ".join(f"{n}: {fw.main_type}" for n, fw in files.items()) + ")"
+    return f"weights `{study.weights}` (" + "; ".join(f"{n}: as stored, {fw.main_type}" for n, fw in files.items()) + ")"
+
+
 def _offload(offload, study: Study) -> list:
     """The partial-offload table (--offload)."""
     L = []
     if offload:
         r0 = offload[0]
         L += [f"### Partial offload on one {r0['rig']} ({r0['capacity_bytes'] / GIB:.0f} GiB)", "",
-              f"The fastest llama.cpp offload setting whose card and host memory hold each context (weights "
-              f"`{study.weights}`, host `{r0['host']}`: offloaded work runs at its memory bandwidth and "
+              f"The fastest llama.cpp offload setting whose card and host memory hold each context "
+              f"({_weights_said(study)}, host `{r0['host']}`: offloaded work runs at its memory bandwidth and "
               f"compute, activations cross PCIe; decode at the context, prefill of {r0.get('n_prompt') or OFFLOAD_PROMPT} "
               f"tokens on top of it):", ""]
         rows = []

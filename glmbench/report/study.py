@@ -357,7 +357,7 @@ def offload_rows(study: Study) -> list[dict]:
                 if best is None or tg > best[1]:
                     best = (s, tg, m)
             row = {"evidence": "predicted", "model": cfg.name, "rig": rig.name, "host": host.key or host.name,
-                   "weights": study.weights, "kv": study.kv, "n_depth": d,
+                   "weights": setups[0].weights if setups else study.weights, "kv": study.kv, "n_depth": d,
                    "capacity_bytes": rig.gpu.memory_bytes, "host_capacity_bytes": host.memory_bytes}
             if best is None:
                 row.update(setting=None, fits=False)
