@@ -584,9 +584,12 @@ def _server_args(g, d) -> None:
 
 
 def _positive_int(text: str) -> int:
-    v = int(text)
+    try:
+        v = int(text)
+    except ValueError:
+        raise ValueError(f"got {text!r}") from None      # (not int()'s "invalid literal for int() with base 10")
     if v < 1:
-        raise ValueError(text)
+        raise ValueError(f"got {text!r}")
     return v
 
 
@@ -639,6 +642,14 @@ def _share(text: str) -> float:
     v = positive_float(text)
     if v > 1:
         raise ValueError(f"must be a share in (0, 1], got {text!r}")
+    return v
+
+
+def _tolerance(text: str) -> float:
+    """A relative tolerance, 0 < F < 1 (search's rate_tol: 1 would accept any bracket)."""
+    v = positive_float(text)
+    if v >= 1:
+        raise ValueError(f"must be in (0, 1), got {text!r}")
     return v
 
 
@@ -1117,7 +1128,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help=f"share of requests that must meet both targets (default: {_search.DEFAULT_ATTAINMENT:g})")
     g.add_argument("--no-max-rate", action="store_true",
                    help="skip finding each setup's highest sustained rate (one replay per setup instead of about 7)")
-    g.add_argument("--rate-tol", type=_argtype(_share, "share"), default=_search.RATE_TOL, metavar="F",
+    g.add_argument("--rate-tol", type=_argtype(_tolerance, "tolerance"), default=_search.RATE_TOL, metavar="F",
                    help=f"bisection tolerance of the highest sustained rate (default: {_search.RATE_TOL:g})")
     _server_args(g, _rp.ServerConfig())
     g.add_argument("--no-prefix-cache", action="store_true", help="serve without prefix caching")

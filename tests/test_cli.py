@@ -565,3 +565,13 @@ def test_sweep_table_says_the_split_link_and_offload_of_each_row(capsys):
     head, _, one = out.strip().splitlines()
     row = dict(zip((c.strip() for c in head.strip("|").split("|")), (c.strip() for c in one.strip("|").split("|"))))
     assert row["n_cpu_moe"] == "20" and row["host"] == "desktop-ddr5" and "split" not in row
+
+
+@pytest.mark.parametrize("args, want", [
+    (("--rate-tol", "1"), "--rate-tol: tolerance: must be in (0, 1), got '1'"),     # passed the parser, then failed
+    (("--max-num-seqs", "1.5"), "--max-num-seqs: a whole number >= 1: got '1.5'"),   # was int()'s "invalid literal"
+    (("--max-num-seqs", "0"), "--max-num-seqs: a whole number >= 1: got '0'"),
+])
+def test_search_option_values_are_checked_as_search_takes_them(capsys, args, want):
+    rc, _, err = run(capsys, "search", "--trace", "azure-conv-2023", *args)
+    assert want in one_line_error(rc, err)
