@@ -38,6 +38,6 @@ def test_memory_and_decision_rows_name_the_rig_as_the_charts_do():
                                                                        split="layer")]
     text = "\n".join(render._memory([{"test": "mem"}], st, rows))
     assert "| qwen3-32b | 1× RTX 3090 |" in text and "| qwen3-32b | 2× RTX 3090 (layer split, 1.4 GB/s) |" in text
-    assert render._decision_rig({"rig": two.name, "split": "layer"}, st) == "2× RTX 3090 (layer split, 1.4 GB/s)"
+    assert render._row_rig({"rig": two.name, "split": "layer"}, st) == "2× RTX 3090 (layer split, 1.4 GB/s)"
     # a rig the study does not have keeps the cost model's name
-    assert render._decision_rig({"rig": "RTX 4090", "split": "none"}, st) == "RTX 4090"
+    assert render._row_rig({"rig": "RTX 4090", "split": "none"}, st) == "RTX 4090"

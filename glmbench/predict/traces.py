@@ -335,16 +335,16 @@ def _azure_time(where, s) -> int:
     # 7 fractional digits (100 ns; 2023) or 6 and a UTC offset (2024: pandas' 2024-05-10
     # 00:00:00.009930+00:00); datetime takes at most 6 digits
     s = s.strip()
+    bad = (f"{where}: `TIMESTAMP` must look like 2023-11-16 18:17:03.9799600 or 2024-05-10 00:00:00.009930+00:00, "
+           f"got {s!r}")
     m = _AZURE_TIME.fullmatch(s)
     if m is None:
-        raise ValueError(f"{where}: `TIMESTAMP` must look like 2023-11-16 18:17:03.9799600 or "
-                         f"2024-05-10 00:00:00.009930+00:00, got {s!r}")
+        raise ValueError(bad)
     head, frac, tz = m.groups()
     try:
         t = datetime.datetime.strptime(head, "%Y-%m-%d %H:%M:%S")
     except ValueError:
-        raise ValueError(f"{where}: `TIMESTAMP` must look like 2023-11-16 18:17:03.9799600 or "
-                         f"2024-05-10 00:00:00.009930+00:00, got {s!r}") from None
+        raise ValueError(bad) from None
     sec = int(t.replace(tzinfo=datetime.timezone.utc).timestamp())
     if tz and tz != "Z":
         off = int(tz[1:3]) * 3600 + int(tz[-2:]) * 60

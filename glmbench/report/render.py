@@ -197,7 +197,7 @@ def _memory(pred, study: Study, ceils) -> list:
                     limit = f"{ctx:,.0f} tokens (beyond the model's {native:,.0f} positions)"
                 else:
                     limit += f" (beyond the model's {_tok(native)} positions)"
-            rows.append([c["model"], _rig_text(study, c["rig"], c["split"]),
+            rows.append([c["model"], _row_rig(c, study),
                          f"{c['weights_bytes_fullest_card'] / GIB:.1f}", f"{c['kv_bytes_per_token'] / 1024:.1f}" + (
                              f" ({c['kv_bytes_per_token_past_window'] / 1024:.1f} past the {_tok(c['sliding_window'])} "
                              f"{'chunk' if c.get('window_chunked') else 'window'})"
@@ -323,26 +323,26 @@ def _decisions(decs, study: Study) -> list:
                      else best["throughput_tok_s"] / second["throughput_tok_s"])
                 what = "faster than" if best["objective"] == "latency" else "more throughput than"
                 ratio = (f"{100 * (x - 1):.0f}% {what}" if x < 1.995 else f"{x:.1f}× {'as fast as' if best['objective'] == 'latency' else 'the throughput of'}")
-                ratio += f" {second['model']} on {_decision_rig(second, study)}"
+                ratio += f" {second['model']} on {_row_rig(second, study)}"
                 # a calibrated profile's cross-validated band: the widest of the two setups' models'
                 # decode and prefill bands (RuntimeProfile.cv_band), else none
                 band = max((rp.cv_band(t, study.configs.get(r["model"])) or 0.0)
                            for t in ("tg", "pp") for r in (best, second)) if rp.calibrated else None
                 if band and x - 1 <= band:
                     # within the calibrated prediction's error band: not a win
-                    ratio = f"tie with {second['model']} on {_decision_rig(second, study)} ({100 * (x - 1):.0f}% apart, inside the ±{100 * band:.0f}% band)"
+                    ratio = f"tie with {second['model']} on {_row_rig(second, study)} ({100 * (x - 1):.0f}% apart, inside the ±{100 * band:.0f}% band)"
             elif second:
-                ratio = f"{second['setup'].split(',')[0]} on {_decision_rig(second, study)} does not fit"
+                ratio = f"{second['setup'].split(',')[0]} on {_row_rig(second, study)} does not fit"
             others = []
             for r in ranking:
                 if r["model"] != best["model"] and r["model"] not in [o["model"] for o in others]:
                     others.append(r)
             other = "; ".join(
-                (f"{o['model']} on {_decision_rig(o, study)}: {_figure(o, short=True)}" if o["fits"]
+                (f"{o['model']} on {_row_rig(o, study)}: {_figure(o, short=True)}" if o["fits"]
                  else f"{o['model']}: does not fit") + _beyond_native(study.configs.get(o["model"]), w) for o in others) or "–"
             note = "; ".join(best["reasons"][:2])
             note = _beyond_native(study.configs.get(best["model"]), w).strip(" ()") + ("; " if _beyond_native(study.configs.get(best["model"]), w) else "") + note
-            rows.append([shape, f"{best['model']} on {_decision_rig(best, study)}", fig, ratio, other, note])
+            rows.append([shape, f"{best['model']} on {_row_rig(best, study)}", fig, ratio, other, note])
         L += [_md_table(rows, ["workload", "best setup", "its figure", "vs runner-up",
                                "best of each other model", "why (cost-model terms)"]), ""]
     return L
@@ -558,13 +558,11 @@ def _rig_name(study: Study, n: int) -> str:
     return f"1× {g}" if n == 1 else f"{n}× {g} ({study.split} split, {study.link_gbps:g} GB/s link)"
 
 
-def _decision_rig(row, study: Study | None = None) -> str:
-    return _rig_text(study, row["rig"], row["split"])
-
-
-def _rig_text(study: Study | None, name: str, split: str) -> str:
-    """A rig named by the cost model ('2 x RTX 3090 @ 1.4 GB/s') as the charts and the other tables
-    name it (rig_label: '2× RTX 3090 (layer split, 1.4 GB/s)'), so a row reads as its chart's line."""
+def _row_rig(row, study: Study | None = None) -> str:
+    """A decision or memory row's rig, named by the cost model (`rig` '2 x RTX 3090 @ 1.4 GB/s', `split`), as
+    the charts and the other tables name it (rig_label: '2× RTX 3090 (layer split, 1.4 GB/s)'), so a row
+    reads as its chart's line."""
+    name, split = row["rig"], row["split"]
     for rig in (study.rigs() if study is not None else ()):
         if rig.name == name:
             return rig_label({"device": rig.gpu.name, "n_cards": rig.n_cards, "split": split,
