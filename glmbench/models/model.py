@@ -139,6 +139,7 @@ Matrices are N(0, 1/fan_in) so every projection keeps activations at unit scale 
 """
 from __future__ import annotations
 
+import re
 import time
 import warnings
 import zlib
@@ -1230,6 +1231,27 @@ _MOE_RENAMES = {"mlp.gate.wg.weight": "mlp.gate.weight", "mlp.router.weight": "m
                 **{f"mlp.shared_mlp.{n}_proj.weight": f"mlp.shared_experts.{n}_proj.weight" for n in ("gate", "up", "down")}}
 
 
+# the released Mixtral and Phi-3.5-MoE checkpoints' names (and what transformers 5 writes back on save_pretrained:
+# conversion_mapping's "mixtral" / "phimoe" entries): block_sparse_moe.gate the router, block_sparse_moe.experts.E.w1 /
+# w3 / w2 each expert's gate / up / down -> the layer's MoE names (the per-expert ones stacked where the layer is built)
+_BLOCK_SPARSE_MOE = re.compile(r"^(model\.layers\.\d+\.)block_sparse_moe\.(?:(gate)\.weight|experts\.(\d+)\.(w[123])\.weight)$")
+_BLOCK_SPARSE_W = {"w1": "gate_proj", "w3": "up_proj", "w2": "down_proj"}
+
+
+def block_sparse_moe_state_dict(src: Mapping) -> dict:
+    """A Mixtral / Phi-3.5-MoE state dict under the names the layers hold: the released files' (and transformers 5's
+    saved) block_sparse_moe.gate.weight -> mlp.gate.weight, block_sparse_moe.experts.E.w1 / w3 / w2 .weight ->
+    mlp.experts.E.gate_proj / up_proj / down_proj .weight; the arrays themselves, no copies. Names already in
+    glmbench's (or transformers 5's in-memory) form pass through."""
+    out = {}
+    for key, a in src.items():
+        m = _BLOCK_SPARSE_MOE.match(key)
+        if m:
+            key = m[1] + ("mlp.gate.weight" if m[2] else f"mlp.experts.{m[3]}.{_BLOCK_SPARSE_W[m[4]]}.weight")
+        out[key] = a
+    return out
+
+
 def _renamed(src: Mapping, table: dict) -> dict:
     """src with each layer tensor model.layers.N.REST named model.layers.N.table[REST] where the table has REST;
     the arrays themselves, no copies."""
@@ -1344,7 +1366,11 @@ class Model:
             elif cfg.model_type == "granitemoe":
                 state_dict = granitemoe_state_dict(state_dict)
             elif cfg.model_type in configs.HUNYUAN_FAMILIES + ("phimoe",):
+                if cfg.model_type == "phimoe":
+                    state_dict = block_sparse_moe_state_dict(state_dict)
                 state_dict = _renamed(state_dict, _MOE_RENAMES)
+            elif cfg.model_type == "mixtral":
+                state_dict = block_sparse_moe_state_dict(state_dict)
             elif cfg.model_type == "afmoe":
                 state_dict = _renamed(state_dict, _AFMOE)
 
