@@ -65,3 +65,45 @@ def test_block_sparse_moe_folders_load_and_match_hf(tmp_path, model_type):
         ["model.layers.1.mlp.gate.weight"]
     fw = cfg.file_weights
     assert fw.extra_bytes == fw.skipped_bytes == 0 and fw.main_type == "F32"
+
+
+# ---- partial_rotary_factor -------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("model_type", ["qwen3", "qwen2", "mistral", "olmo2", "hunyuan_v1_dense"])
+def test_partial_rotary_factor_of_a_whole_head_family_is_refused(tmp_path, model_type):
+    """These families' HF rotary embedding turns the whole head whatever partial_rotary_factor says (HF runs the
+    folder below rotating all 16 dims); glmbench rotated half of each head: logits 50-150% off, silently. Now one
+    ValueError naming the field."""
+    rp = {**TINY[model_type]["rope_parameters"], "partial_rotary_factor": 0.5}
+    hf, folder = _saved(tmp_path, model_type, rope_parameters=rp)
+    assert hf.model.rotary_emb.inv_freq.numel() == 8      # HF: 16 rotated dims (head_dim 16), not 8
+    with pytest.raises(ValueError, match=rf"`partial_rotary_factor` = 0\.5: HF's {model_type} rotates the whole head"):
+        checkpoint.load_model(str(folder), kv="f32", max_context=64)
+    # (the top-level v4 field alike)
+    with pytest.raises(ValueError, match=r"`partial_rotary_factor` = 0\.5"):
+        configs.load({**TINY[model_type], "model_type": model_type, "partial_rotary_factor": 0.5})
+
+
+def test_partial_rotary_factor_where_hf_applies_it_still_runs():
+    for mt in ("phi3", "glm", "nemotron", "glm4_moe"):
+        cfg = configs.load({**TINY[mt], "model_type": mt})
+        assert cfg.rope_dim < cfg.head_dim
+
+
+def test_partial_rotary_factor_in_rope_parameters_wins_over_the_top_level_one(tmp_path):
+    """HF (convert_rope_params_to_dict) takes rope_parameters' own partial_rotary_factor before a top-level one;
+    glmbench took the top-level one (Phi-4-mini-like 0.75 in rope_parameters, a stray 0.5 at the top: 12 dims rotated
+    by HF, 8 by glmbench)."""
+    hf, folder = _saved(tmp_path, "phi3", edit=lambda cj: {**cj, "partial_rotary_factor": 0.5})
+    assert hf.config.rope_parameters["partial_rotary_factor"] == 0.75
+    m = _check(hf, folder, "phi3 with both factors")
+    assert m.config.rope_dim == 12
+
+
+def test_a_gguf_reading_keeps_its_rotated_dims():
+    """A GGUF's rope.dimension_count is llama.cpp's rotated dims in any architecture (gguf_file.hf_config writes it
+    as partial_rotary_factor): read as it, not refused."""
+    d = {**TINY["llama"], "model_type": "llama", "partial_rotary_factor": 0.5,
+         "rope_parameters": {"rope_type": "default", "rope_theta": 10000.0}}
+    assert configs.from_hf(d, "x", gguf=True).rope_dim == 8
+    with pytest.raises(ValueError, match="partial_rotary_factor"):
+        configs.from_hf(d, "x")

@@ -118,7 +118,9 @@ def test_bad_phimoe_mscales_and_other_families():
     with pytest.raises(ValueError, match=r"`rope_scaling.long_mscale` must be a finite number > 0, got None"):
         configs.from_hf(m)
     # another family's longrope: priced (its fields not read), refused by Model's forward
-    lc = configs.from_hf(dict(PHI3, model_type="llama", head_dim=16, rope_scaling={"rope_type": "longrope"}))
+    # (whole heads: a partial_rotary_factor is refused for llama, whose HF rope turns the whole head)
+    lc = configs.from_hf(dict(PHI3, model_type="llama", head_dim=16, partial_rotary_factor=1.0,
+                              rope_scaling={"rope_type": "longrope"}))
     assert lc.total_params() > 0
     assert any("rope_type 'longrope' outside phi3 / phimoe" in s for s in lc.forward_unsupported())
 

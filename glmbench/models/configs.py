@@ -376,6 +376,14 @@ _WRAPPER_TIE = {"qwen3_vl": ("top", False), "qwen3_vl_moe": ("top", False), "lla
 # families whose HF config has `mlp_bias` (LlamaMLP, SeedOssMLP, DeepseekV2MLP, GraniteMLP: gate / up / down built
 # with bias=config.mlp_bias, transformers 5.25); priced with the biases (ModelConfig.mlp_bias), Model does not run them.
 # (Nemotron-H's and Falcon-H1's mlp_bias are refused: _mamba_fields, _falcon_h1_fields)
+# families whose HF attention rotates part of each head (partial_rotary_factor; MiniMax-M2's rotary_dim; Gemma 4's
+# proportional rope): transformers 5.25's other families turn the whole head whatever partial_rotary_factor says
+# (their default rope builds head_dim / 2 frequencies; a scaled rope built from a partial factor does not even
+# run), so a config of theirs that states one is refused, not run half-rotated (from_hf). A GGUF's
+# rope.dimension_count is llama.cpp's rotated dims in every architecture: read as it (load_gguf)
+_HF_NAMES = {"afmoe": "AFMoE", "dots1": "Dots1"}    # (families' names in messages, where not their model_type)
+PARTIAL_ROTARY_FAMILIES = ("phi3", "glm4", "glm4_moe", "minimax_m2", "nemotron", "glm", "qwen3_next", "qwen3_5_text",
+                           "qwen3_5_moe_text", "gemma4_text")
 MLP_BIAS_FAMILIES = ("llama", "seed_oss", "deepseek_v2", "granite", "nemotron-nas", "exaone", "arcee", "internlm3", "nemotron")
 # families whose dense MLP is ungated, down(act(up x)) (ModelConfig.mlp_gated False; HF ArceeMLP, ApertusMLP):
 # Arcee's relu2, Apertus's xIELU
@@ -1794,7 +1802,7 @@ def load_gguf(path) -> ModelConfig:
     g = gguf_file.read(p)
     hf = gguf_file.hf_config(g)
     try:
-        cfg = from_hf(hf, os.path.splitext(os.path.basename(p))[0])
+        cfg = from_hf(hf, os.path.splitext(os.path.basename(p))[0], gguf=True)
     except gguf_file.GGUFError:
         raise
     except ValueError as e:
@@ -2653,7 +2661,8 @@ def _internlm3_aliases(hf: dict) -> dict:
     return out
 
 
-def from_hf(hf: dict, name: str = "config") -> ModelConfig:
+def from_hf(hf: dict, name: str = "config", *, gguf: bool = False) -> ModelConfig:
+    """`hf` (a config.json's dict; `gguf`: gguf_file.hf_config's reading of a GGUF's metadata) -> ModelConfig."""
     mt = hf.get("model_type")
     wrapper = ""
     if mt in _WRAPPERS_REFUSED:
@@ -2762,10 +2771,17 @@ def from_hf(hf: dict, name: str = "config") -> ModelConfig:
             raise ValueError(f"config field `head_dim`={hd} x `num_attention_heads`={H} must equal `hidden_size`={D} "
                              f"(OLMoE's q / k norms are hidden_size wide)")
         rp = r.hf.get("rope_parameters") if isinstance(r.hf.get("rope_parameters"), dict) else {}
-        prf = r.hf.get("partial_rotary_factor", rp.get("partial_rotary_factor",
+        # (HF convert_rope_params_to_dict: rope_parameters' own partial_rotary_factor first, then the top-level one)
+        prf = rp.get("partial_rotary_factor", r.hf.get("partial_rotary_factor",
                                                           r.defaults.get("partial_rotary_factor", 1.0)))
         if isinstance(prf, bool) or not isinstance(prf, (int, float)) or not 0 < prf <= 1:
             raise ValueError(f"config field `partial_rotary_factor` must be in (0, 1], got {prf!r}")
+        if prf != 1 and mt not in PARTIAL_ROTARY_FAMILIES and not gguf and \
+                (scaling or {}).get("rope_type", (scaling or {}).get("type")) != "proportional":
+            # (their rotary embedding turns the whole head whatever partial_rotary_factor says: PARTIAL_ROTARY_FAMILIES;
+            # proportional rope's factor is its own: the share of the whole head's pairs that turn)
+            raise ValueError(f"config field `partial_rotary_factor` = {prf!r}: HF's {_HF_NAMES.get(mt, mt)} rotates "
+                             f"the whole head")
         if mt == "minimax_m2" and r.hf.get("rotary_dim") is not None:
             # released MiniMax-M2 configs state the rotated dims as `rotary_dim` (HF: partial_rotary_factor
             # = rotary_dim / head_dim)
@@ -2904,9 +2920,6 @@ def from_hf(hf: dict, name: str = "config") -> ModelConfig:
             sliding = _layer_types(r, L, lambda i: (i + 1) % every != 0)
             kw["nope_layers"] = tuple(i for i in range(L) if i not in frozenset(sliding))
             win_layers = sliding if sw else ()
-            if prf != 1:
-                # (AfmoeRotaryEmbedding's default rope turns the whole head whatever partial_rotary_factor says)
-                raise ValueError(f"config field `partial_rotary_factor` = {prf!r}: HF's AFMoE rotates the whole head")
             if r.bool("mup_enabled"):    # AfmoeModel: the embeddings times sqrt(hidden_size)
                 kw["embedding_multiplier"] = math.sqrt(D)
         elif mt == "dots1":
@@ -2916,9 +2929,6 @@ def from_hf(hf: dict, name: str = "config") -> ModelConfig:
             mwl = r.int("max_window_layers", minimum=0)
             win_layers = _layer_types(r, L, lambda i: i >= mwl) if sw else ()
             sw = sw if win_layers else None    # (the class default 4096 with no sliding layer: no window at all)
-            if prf != 1:
-                # (Dots1RotaryEmbedding's default rope turns the whole head whatever partial_rotary_factor says)
-                raise ValueError(f"config field `partial_rotary_factor` = {prf!r}: HF's Dots1 rotates the whole head")
         if mt in LAYERNORM_FAMILIES:
             ls = r.raw("logit_scale", required=False)
             if ls is not None and (isinstance(ls, bool) or not isinstance(ls, (int, float)) or not math.isfinite(ls)):
