@@ -107,3 +107,13 @@ def test_a_gguf_reading_keeps_its_rotated_dims():
     assert configs.from_hf(d, "x", gguf=True).rope_dim == 8
     with pytest.raises(ValueError, match="partial_rotary_factor"):
         configs.from_hf(d, "x")
+
+
+# ---- rope_theta: rope_parameters' own first ---------------------------------------------------------------------------
+def test_rope_parameters_theta_wins_over_a_top_level_rope_theta(tmp_path):
+    """A config.json with both rope_parameters.rope_theta and a (stale) top-level rope_theta: HF turns by the former
+    (convert_rope_params_to_dict: setdefault); glmbench turned by the latter."""
+    hf, folder = _saved(tmp_path, "qwen3", edit=lambda cj: {**cj, "rope_theta": 7.0})
+    assert hf.config.rope_parameters["rope_theta"] == 1e6
+    m = _check(hf, folder, "qwen3 with two thetas")
+    assert m.config.rope_theta == 1e6

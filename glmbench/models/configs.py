@@ -2387,7 +2387,11 @@ def _rope(r: _Reader) -> tuple[float, dict | None]:
         rp = rp["full_attention"]
     # HF's default theta: 10000 (the config classes' default_theta: Gemma 3's global layers 1e6, SmolLM3 2e6,
     # OLMo 3 5e5)
-    theta = hf.get("rope_theta", (rp or {}).get("rope_theta", _DEFAULT_THETA.get(r.mt, 10000.0)))
+    # (HF convert_rope_params_to_dict: the rope dict's own rope_theta first (rope_scaling's where the config has one,
+    # else rope_parameters'), then the top-level one)
+    rs = hf.get("rope_scaling")
+    own = rs if isinstance(rs, dict) and rs else rp
+    theta = (own or {}).get("rope_theta", hf.get("rope_theta", _DEFAULT_THETA.get(r.mt, 10000.0)))
     if isinstance(theta, bool) or not isinstance(theta, (int, float)) or not theta > 0 or not math.isfinite(theta):
         raise ValueError(f"config field `rope_theta` must be a finite positive number, got {theta!r}")
     scaling = hf.get("rope_scaling")
