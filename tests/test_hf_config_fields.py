@@ -117,3 +117,31 @@ def test_rope_parameters_theta_wins_over_a_top_level_rope_theta(tmp_path):
     assert hf.config.rope_parameters["rope_theta"] == 1e6
     m = _check(hf, folder, "qwen3 with two thetas")
     assert m.config.rope_theta == 1e6
+
+
+# ---- Qwen sliding windows -------------------------------------------------------------------------------------------
+def test_qwen3_moe_window_is_on_every_layer(tmp_path):
+    """HF's Qwen3-MoE (transformers 5.25) windows every layer where use_sliding_window (Qwen3MoeConfig has no
+    max_window_layers); glmbench windowed only the layers from max_window_layers on, as Qwen2 / Qwen3: prefill
+    logits ~100% off past the window."""
+    hf, folder = _saved(tmp_path, "qwen3_moe", use_sliding_window=True, sliding_window=4, max_window_layers=1)
+    m = _check(hf, folder, "qwen3_moe windowed")
+    assert m.config.windowed_layers == (0, 1) and m.config.sliding_window == 4
+
+
+@pytest.mark.parametrize("model_type", ["qwen3", "qwen2_moe"])
+@pytest.mark.parametrize("layers", [4, 30])
+def test_qwen_windowed_layers_are_hfs(model_type, layers):
+    """use_sliding_window without max_window_layers or layer_types: the layers HF's config windows (its layer_types;
+    the default max_window_layers 28). Qwen3: those from 28 on, where glmbench windowed none (no default); Qwen2-MoE
+    (priced): its own rule, the even layers below max_window_layers, where glmbench windowed none / those from
+    max_window_layers on, pricing the KV cache of the wrong layers."""
+    base = {**TINY["qwen3_moe" if model_type == "qwen2_moe" else model_type], "num_hidden_layers": layers,
+            "use_sliding_window": True, "sliding_window": 4}
+    if model_type == "qwen2_moe":
+        base.update(shared_expert_intermediate_size=32)
+    hc = transformers.AutoConfig.for_model(model_type, **base)
+    want = tuple(i for i, t in enumerate(hc.layer_types) if t == "sliding_attention")
+    assert want or (model_type == "qwen3" and layers < 28)   # (30 Qwen3 layers: 28, 29; Qwen2-MoE: the even ones)
+    cfg = configs.load({**base, "model_type": model_type})
+    assert cfg.windowed_layers == want and cfg.sliding_window == 4

@@ -413,7 +413,8 @@ _DEFAULTS: dict[str, dict[str, Any]] = {
     "deepseek_v2": dict(rms_norm_eps=1e-6, tie_word_embeddings=False, attention_bias=False, n_group=1,
                         topk_group=1, norm_topk_prob=False, routed_scaling_factor=1.0, n_shared_experts=2,
                         first_k_dense_replace=0, topk_method="greedy", scoring_func="softmax", mlp_bias=False),
-    "qwen3": dict(rms_norm_eps=1e-6, tie_word_embeddings=False, attention_bias=False, head_dim=128),
+    "qwen3": dict(rms_norm_eps=1e-6, tie_word_embeddings=False, attention_bias=False, head_dim=128,
+                  max_window_layers=28),
     # (Qwen3MoeConfig has no head_dim default: Qwen3MoeAttention takes hidden_size / num_attention_heads)
     "qwen3_moe": dict(rms_norm_eps=1e-6, tie_word_embeddings=False, attention_bias=False,
                       norm_topk_prob=False, decoder_sparse_step=1, mlp_only_layers=[]),
@@ -463,7 +464,8 @@ _DEFAULTS: dict[str, dict[str, Any]] = {
                          moe_num_experts=64, moe_num_shared_experts=2, moe_layer_start_index=1,
                          moe_layer_end_index=-1, moe_layer_interval=1),
     "qwen2_moe": dict(rms_norm_eps=1e-6, tie_word_embeddings=False, qkv_bias=True, decoder_sparse_step=1,
-                      mlp_only_layers=[], norm_topk_prob=False, num_experts=60, num_experts_per_tok=4),
+                      mlp_only_layers=[], norm_topk_prob=False, num_experts=60, num_experts_per_tok=4,
+                      max_window_layers=28),
     # Qwen3NextConfig / Qwen3_5TextConfig / Qwen3_5MoeTextConfig (transformers 5.25): layer_types from
     # full_attention_interval (4) when absent; partial_rotary_factor 0.25; the linear layers' sizes
     "qwen3_next": dict(rms_norm_eps=1e-6, tie_word_embeddings=False, attention_bias=False, head_dim=256,
@@ -2819,9 +2821,17 @@ def from_hf(hf: dict, name: str = "config", *, gguf: bool = False) -> ModelConfi
         elif mt in ("qwen2", "qwen3", "qwen3_moe", "qwen2_moe"):
             if r.hf.get("use_sliding_window", False):
                 sw = r.int("sliding_window")
-                # HF Qwen2/Qwen3: layers from max_window_layers on use the window
                 mwl = r.int("max_window_layers", minimum=0, required=False)
-                win_layers = _layer_types(r, L, lambda i: mwl is not None and i >= mwl)
+                if mt == "qwen3_moe":
+                    # HF Qwen3MoeAttention (transformers 5.25): the window on every layer (Qwen3MoeConfig has no
+                    # max_window_layers / layer_types; the modeling reads neither)
+                    win_layers = tuple(range(L))
+                elif mt == "qwen2_moe":
+                    # Qwen2MoeConfig's default layer_types: the even layers (0, 2, ...) below max_window_layers
+                    win_layers = _layer_types(r, L, lambda i: (i + 1) % 2 != 0 and mwl is not None and i < mwl)
+                else:
+                    # HF Qwen2/Qwen3: layers from max_window_layers on use the window
+                    win_layers = _layer_types(r, L, lambda i: mwl is not None and i >= mwl)
         elif mt == "gemma3_text":
             if r.raw("use_bidirectional_attention", required=False):
                 # Gemma3TextModel then masks nothing (EmbeddingGemma: an encoder, no token-by-token decoding)
