@@ -145,3 +145,33 @@ def test_qwen_windowed_layers_are_hfs(model_type, layers):
     assert want or (model_type == "qwen3" and layers < 28)   # (30 Qwen3 layers: 28, 29; Qwen2-MoE: the even ones)
     cfg = configs.load({**base, "model_type": model_type})
     assert cfg.windowed_layers == want and cfg.sliding_window == 4
+
+
+# ---- Gemma 3's sliding layers' rope ------------------------------------------------------------------------------------
+def _gemma3(**over):
+    import test_model_hf as T
+    return {**T.GEMMA3, **over}
+
+
+def test_gemma3_sliding_rope_scaling_is_refused():
+    """HF's Gemma 3 turns its sliding layers by rope_parameters.sliding_attention, a scaling there too; glmbench's
+    local layers turn by plain rope by its base: a linear-scaled local rope ran unscaled (logits ~100% off). Now
+    one ValueError naming the field."""
+    rp = {"full_attention": {"rope_type": "default", "rope_theta": 1e4},
+          "sliding_attention": {"rope_type": "linear", "factor": 2.0, "rope_theta": 1e3}}
+    with pytest.raises(ValueError, match=r"`rope_parameters.sliding_attention.rope_type` = 'linear'"):
+        configs.load({**_gemma3(rope_parameters=rp), "model_type": "gemma3_text"})
+
+
+def test_gemma3_sliding_theta_wins_over_rope_local_base_freq(tmp_path):
+    """Gemma3TextConfig sets rope_parameters.sliding_attention.rope_theta only where it has none
+    (setdefault(rope_local_base_freq)): a config.json with both turns the sliding layers by the former."""
+    import test_model_hf as T
+    TINY["gemma3_text"] = T.GEMMA3
+    try:
+        hf, folder = _saved(tmp_path, "gemma3_text", seed=3, edit=lambda cj: {**cj, "rope_local_base_freq": 50.0})
+    finally:
+        TINY.pop("gemma3_text")
+    assert hf.config.rope_parameters["sliding_attention"]["rope_theta"] == 1e4
+    m = _check(hf, folder, "gemma3 with two local bases")
+    assert m.config.rope_local_theta == 1e4

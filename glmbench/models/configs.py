@@ -2425,9 +2425,16 @@ def _gemma_fields(r: _Reader) -> dict:
         return out
     rp = r.hf.get("rope_parameters") if isinstance(r.hf.get("rope_parameters"), dict) else {}
     local = rp.get("sliding_attention") if isinstance(rp.get("sliding_attention"), dict) else {}
-    lt = r.hf.get("rope_local_base_freq", local.get("rope_theta", 10000.0))
+    # (Gemma3TextConfig: rope_parameters.sliding_attention's own rope_theta first, then rope_local_base_freq)
+    lt = local.get("rope_theta", r.hf.get("rope_local_base_freq", 10000.0))
     if isinstance(lt, bool) or not isinstance(lt, (int, float)) or not lt > 0 or not math.isfinite(lt):
         raise ValueError(f"config field `rope_local_base_freq` must be a positive number, got {lt!r}")
+    if (local.get("rope_type") or local.get("type") or "default") != "default":
+        # (HF turns the sliding layers by their own rope_parameters entry, scaling too; glmbench's local layers
+        # turn by plain rope: ModelConfig.layer_rope)
+        raise ValueError(f"config field `rope_parameters.sliding_attention.rope_type` = "
+                         f"{local.get('rope_type') or local.get('type')!r}: Gemma 3's sliding layers are modelled "
+                         f"with plain rope")
     out["rope_local_theta"] = float(lt)
     return out
 
