@@ -175,3 +175,42 @@ def test_gemma3_sliding_theta_wins_over_rope_local_base_freq(tmp_path):
     assert hf.config.rope_parameters["sliding_attention"]["rope_theta"] == 1e4
     m = _check(hf, folder, "gemma3 with two local bases")
     assert m.config.rope_local_theta == 1e4
+
+
+# ---- DeepSeek-V2 / V3 / GLM-4.5's MoE layers: first_k_dense_replace only, as HF ------------------------------------------
+def _meta_params(hc):
+    from hf_meta import meta_model
+    m, n = meta_model(hc)
+    return n + sum(b.numel() for k, b in m.named_buffers() if "e_score" in k)
+
+
+@pytest.mark.parametrize("model_type", ["deepseek_v2", "deepseek_v3"])
+def test_moe_layer_freq_other_than_one_is_refused(model_type):
+    """transformers 5.25's DeepSeek-V2 / V3 put the MoE on every layer from first_k_dense_replace on whatever
+    moe_layer_freq says; glmbench followed the remote code's every freq-th layer: with 2 it priced a third fewer
+    parameters than the checkpoint holds, and its folder was refused for a dense MLP it lacks ('`state_dict` lacks
+    ...mlp.gate_proj.weight'). Now one ValueError naming the field; 1 (the released value) as before."""
+    d = {**TINY[model_type], "model_type": model_type}
+    with pytest.raises(ValueError, match=r"`moe_layer_freq` = 2: HF's"):
+        configs.load({**d, "moe_layer_freq": 2})
+    cfg = configs.load({**d, "moe_layer_freq": 1})
+    hc = transformers.AutoConfig.for_model(model_type, **{**TINY[model_type], "moe_layer_freq": 2})
+    assert cfg.total_params() == _meta_params(hc)     # (HF's model of freq 2 is freq 1's)
+
+
+@pytest.mark.parametrize("model_type", ["deepseek_v3", "glm4_moe"])
+def test_mlp_layer_types_where_hf_reads_none(model_type):
+    """DeepSeek-V3 / GLM-4.5 (HF: no mlp_layer_types field; MoE from first_k_dense_replace on): glmbench followed a
+    config's mlp_layer_types (dense, sparse, dense: layer 2 priced and run dense where HF's model has experts). Now
+    one that disagrees is refused naming it; one that agrees is read as first_k_dense_replace."""
+    d = {**TINY[model_type], "model_type": model_type}
+    with pytest.raises(ValueError, match=rf"`mlp_layer_types` = \['dense', 'sparse', 'dense'\]: HF's {model_type}"):
+        configs.load({**d, "mlp_layer_types": ["dense", "sparse", "dense"]})
+    cfg = configs.load({**d, "mlp_layer_types": ["dense", "sparse", "sparse"]})
+    assert cfg.moe_layers == (1, 2)
+    hc = transformers.AutoConfig.for_model(model_type, **TINY[model_type])
+    assert cfg.total_params() == _meta_params(hc)
+    # (GLM-4.7-Flash's glm4_moe_lite reads it: HF's Glm4MoeLiteDecoderLayer)
+    lite = configs.load({**TINY["glm4_moe_lite"], "model_type": "glm4_moe_lite",
+                         "mlp_layer_types": ["dense", "sparse", "dense"]})
+    assert lite.moe_layers == (1,)

@@ -2674,6 +2674,16 @@ def _internlm3_aliases(hf: dict) -> dict:
     return out
 
 
+def _moe_layer_freq_one(r: _Reader, mt: str) -> None:
+    """DeepSeek-V2 / V3's moe_layer_freq (their released configs: 1): transformers 5.25's DeepseekV2 / DeepseekV3
+    decoder layers read none and put the MoE on every layer from first_k_dense_replace on; another value (the
+    remote code's every freq-th layer) is refused, naming it, rather than priced and run unlike HF's model."""
+    freq = r.raw("moe_layer_freq", required=False)
+    if freq is not None and (isinstance(freq, bool) or freq != 1):
+        raise ValueError(f"config field `moe_layer_freq` = {freq!r}: HF's {mt} puts the MoE on every layer from "
+                         f"first_k_dense_replace on (1)")
+
+
 def from_hf(hf: dict, name: str = "config", *, gguf: bool = False) -> ModelConfig:
     """`hf` (a config.json's dict; `gguf`: gguf_file.hf_config's reading of a GGUF's metadata) -> ModelConfig."""
     mt = hf.get("model_type")
@@ -3166,13 +3176,17 @@ def from_hf(hf: dict, name: str = "config", *, gguf: bool = False) -> ModelConfi
                     raise ValueError(f"config field `mlp_layer_types` must list 'dense'/'sparse' for each of "
                                      f"{L} layers, got {types!r}")
                 moe_layers = tuple(i for i, t in enumerate(types) if t == "sparse")
-            else:
-                # (HF's decoder layer: MoE from layer first_k_dense_replace on; L: every layer dense)
+            if types is None or mt in ("deepseek_v3", "glm4_moe"):
+                # (HF's decoder layer: MoE from layer first_k_dense_replace on; L: every layer dense. DeepSeek-V3's
+                # and GLM-4.5's read no mlp_layer_types: one that says otherwise is refused, not followed)
                 fk = r.int("first_k_dense_replace", minimum=0, maximum=L, required=False)
-                moe_layers = tuple(range(1 if fk is None else fk, L))
-            if types is None and mt == "deepseek_v3":
-                freq = r.int("moe_layer_freq", required=False) or 1
-                moe_layers = tuple(i for i in moe_layers if i % freq == 0)
+                by_fk = tuple(range(1 if fk is None else fk, L))
+                if types is not None and moe_layers != by_fk:
+                    raise ValueError(f"config field `mlp_layer_types` = {types!r}: HF's {mt} puts the MoE on the "
+                                     f"layers from first_k_dense_replace = {fk} on, whatever it says")
+                moe_layers = by_fk
+            if mt == "deepseek_v3":
+                _moe_layer_freq_one(r, mt)
             # HF's routers of these families are sigmoid with e_score_correction_bias whatever the
             # config says; a config that states another scoring_func is not one of them
             scoring, rbias = "sigmoid", True
@@ -3184,8 +3198,8 @@ def from_hf(hf: dict, name: str = "config", *, gguf: bool = False) -> ModelConfi
                 raise ValueError(f"config field `topk_method` = {method!r}: {mt} routes with 'noaux_tc'")
         else:
             fk = r.int("first_k_dense_replace", minimum=0, maximum=L)
-            freq = r.int("moe_layer_freq", required=False) or 1
-            moe_layers = tuple(i for i in range(fk, L) if i % freq == 0)
+            _moe_layer_freq_one(r, mt)
+            moe_layers = tuple(range(fk, L))
             scoring = r.raw("scoring_func")
             if scoring != "softmax":
                 raise ValueError(f"config field `scoring_func` = {scoring!r}: deepseek_v2 routes with 'softmax'")
