@@ -214,3 +214,22 @@ def test_mlp_layer_types_where_hf_reads_none(model_type):
     lite = configs.load({**TINY["glm4_moe_lite"], "model_type": "glm4_moe_lite",
                          "mlp_layer_types": ["dense", "sparse", "dense"]})
     assert lite.moe_layers == (1,)
+
+
+# ---- Gemma 4: per_layer_config as HF writes it -----------------------------------------------------------------------------
+def test_gemma4_per_layer_config_without_head_dim_is_the_layer_wide_one():
+    """HF's saved Gemma 4 config.json holds per_layer_config (the global layers' overrides) with only the fields that
+    differ from the layer-wide ones: global layers whose head dim equals head_dim have no head_dim there. glmbench read
+    that as Gemma4TextConfig's default global_head_dim 512: 2.9x HF's parameters in this tiny model."""
+    from test_configs import _hf_tiny
+    d, _ = _hf_tiny("gemma4_text")
+    base = {k: v for k, v in d.items() if k not in ("model_type", "transformers_version", "architectures")}
+    saved = transformers.AutoConfig.for_model("gemma4_text", **{**base, "head_dim": 16}).to_dict()
+    assert "global_head_dim" not in saved and all("head_dim" not in v for v in saved["per_layer_config"].values())
+    hc = transformers.AutoConfig.for_model("gemma4_text", **{k: v for k, v in saved.items() if k != "model_type"})
+    from hf_meta import meta_model
+    m, n = meta_model(hc)
+    n += sum(b.numel() for k, b in m.named_buffers() if k.endswith("layer_scalar"))
+    cfg = configs.load(saved)
+    assert cfg.layer_head_dim(cfg.n_layers - 1) == 16
+    assert sum(configs._numel(s) for s in cfg.tensor_shapes().values()) == n

@@ -2476,7 +2476,9 @@ def _gemma4_fields(r: _Reader, L: int, win_layers: tuple, n_kv: int) -> dict:
                         raise ValueError(f"config field `per_layer_config` gives the global layers different "
                                          f"{f}s ({seen[f]} and {v}); glmbench models one set for all of them")
         if hd_g is None:
-            hd_g = seen.get("head_dim")
+            # (HF writes per_layer_config's fields where they differ from the layer-wide ones: no head_dim there is
+            # the global layers' head_dim = head_dim, not Gemma4TextConfig's global_head_dim default)
+            hd_g = seen.get("head_dim") or r.int("head_dim")
         if kv_g is None:
             kv_g = seen.get("num_key_value_heads")
     elif not k_eq_v:
