@@ -233,3 +233,23 @@ def test_gemma4_per_layer_config_without_head_dim_is_the_layer_wide_one():
     cfg = configs.load(saved)
     assert cfg.layer_head_dim(cfg.n_layers - 1) == 16
     assert sum(configs._numel(s) for s in cfg.tensor_shapes().values()) == n
+
+
+# ---- tie_word_embeddings where HF never ties ------------------------------------------------------------------------------
+@pytest.mark.parametrize("family", ["kimi_linear", "nemotron_h"])
+def test_tie_word_embeddings_where_hf_never_ties(family):
+    """KimiLinearForCausalLM and NemotronHForCausalLM tie nothing (_tied_weights_keys = {}): a config stating
+    tie_word_embeddings true still builds (and saves) its own lm_head; glmbench priced none."""
+    if family == "kimi_linear":
+        from test_configs import _hf_tiny
+        d, _ = _hf_tiny("kimi_linear")
+        d = {k: v for k, v in d.items() if k not in ("model_type", "transformers_version", "architectures")}
+    else:
+        from test_mamba_hybrid import NEM
+        d = dict(NEM, hybrid_override_pattern="M*M-")
+    hc = transformers.AutoConfig.for_model(family, **{**d, "tie_word_embeddings": True})
+    from hf_meta import meta_model
+    m, n = meta_model(hc)
+    n += sum(b.numel() for k, b in m.named_buffers() if k.endswith("e_score_correction_bias"))
+    cfg = configs.load(hc.to_dict())
+    assert not cfg.tie_word_embeddings and cfg.total_params() == n

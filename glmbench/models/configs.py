@@ -2727,6 +2727,10 @@ def from_hf(hf: dict, name: str = "config", *, gguf: bool = False) -> ModelConfi
                   "norm_eps" if mt in SHORTCONV_FAMILIES + ("nemotron",) else
                   "rms_norm_eps")
     tie = r.bool("tie_word_embeddings")
+    if tie and mt in ("kimi_linear", "nemotron_h") and not gguf:
+        # (KimiLinearForCausalLM / NemotronHForCausalLM, transformers 5.25: _tied_weights_keys = {}, a separate lm_head
+        # whatever tie_word_embeddings says, which save_pretrained stores: priced as the checkpoint holds it)
+        tie = False
     theta, scaling = _rope(r)
     # the MLP's activation only changes numerics: predictions take any (Model runs silu only)
     if mt in GEMMA1_FAMILIES:
