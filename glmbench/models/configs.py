@@ -373,9 +373,6 @@ _WRAPPER_TIE_TOP = ("gemma3", "qwen3_5", "qwen3_5_moe", "gemma4", "mistral3", "g
 _WRAPPER_TIE = {"qwen3_vl": ("top", False), "qwen3_vl_moe": ("top", False), "llava_next": ("top", False),
                 "internvl": ("top", True), "qwen2_vl": ("either", False), "qwen2_5_vl": ("either", False),
                 "glm4v": ("either", False), "glm4v_moe": ("either", False), "llava": ("either", False)}
-# families whose HF config has `mlp_bias` (LlamaMLP, SeedOssMLP, DeepseekV2MLP, GraniteMLP: gate / up / down built
-# with bias=config.mlp_bias, transformers 5.25); priced with the biases (ModelConfig.mlp_bias), Model does not run them.
-# (Nemotron-H's and Falcon-H1's mlp_bias are refused: _mamba_fields, _falcon_h1_fields)
 # families whose HF attention rotates part of each head (partial_rotary_factor; MiniMax-M2's rotary_dim; Gemma 4's
 # proportional rope): transformers 5.25's other families turn the whole head whatever partial_rotary_factor says
 # (their default rope builds head_dim / 2 frequencies; a scaled rope built from a partial factor does not even
@@ -384,6 +381,9 @@ _WRAPPER_TIE = {"qwen3_vl": ("top", False), "qwen3_vl_moe": ("top", False), "lla
 _HF_NAMES = {"afmoe": "AFMoE", "dots1": "Dots1"}    # (families' names in messages, where not their model_type)
 PARTIAL_ROTARY_FAMILIES = ("phi3", "glm4", "glm4_moe", "minimax_m2", "nemotron", "glm", "qwen3_next", "qwen3_5_text",
                            "qwen3_5_moe_text", "gemma4_text")
+# families whose HF config has `mlp_bias` (LlamaMLP, SeedOssMLP, DeepseekV2MLP, GraniteMLP: gate / up / down built
+# with bias=config.mlp_bias, transformers 5.25); priced with the biases (ModelConfig.mlp_bias), Model does not run them.
+# (Nemotron-H's and Falcon-H1's mlp_bias are refused: _mamba_fields, _falcon_h1_fields)
 MLP_BIAS_FAMILIES = ("llama", "seed_oss", "deepseek_v2", "granite", "nemotron-nas", "exaone", "arcee", "internlm3", "nemotron")
 # families whose dense MLP is ungated, down(act(up x)) (ModelConfig.mlp_gated False; HF ArceeMLP, ApertusMLP):
 # Arcee's relu2, Apertus's xIELU
