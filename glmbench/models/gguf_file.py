@@ -624,7 +624,7 @@ def hf_config(g: GGUFFile) -> dict:
                   qk_rope_head_dim=Dr, qk_nope_head_dim=qk - Dr, v_head_dim=Dv, num_key_value_heads=H,
                   n_routed_experts=m("expert_count", required=True), num_experts_per_tok=m("expert_used_count", required=True),
                   moe_intermediate_size=m("expert_feed_forward_length", required=True),
-                  n_shared_experts=m("expert_shared_count", 0), first_k_dense_replace=m("leading_dense_block_count", 0),
+                  n_shared_experts=_shared_experts(g, m), first_k_dense_replace=m("leading_dense_block_count", 0),
                   routed_scaling_factor=m("expert_weights_scale", 1.0, kind=float),
                   norm_topk_prob=m("expert_weights_norm", False, kind=bool), n_group=n_group,
                   topk_group=m("expert_group_used_count", 1) or 1,
@@ -661,7 +661,7 @@ def hf_config(g: GGUFFile) -> dict:
             hf.update(model_type="qwen3_moe", num_experts=E, decoder_sparse_step=1, mlp_only_layers=dense,
                       norm_topk_prob=m("expert_weights_norm", True, kind=bool))
         else:
-            hf.update(model_type="glm4_moe", n_routed_experts=E, n_shared_experts=m("expert_shared_count", 0),
+            hf.update(model_type="glm4_moe", n_routed_experts=E, n_shared_experts=_shared_experts(g, m),
                       first_k_dense_replace=m("leading_dense_block_count", 0),
                       routed_scaling_factor=m("expert_weights_scale", 1.0, kind=float),
                       norm_topk_prob=m("expert_weights_norm", True, kind=bool),
@@ -689,7 +689,7 @@ def hf_config(g: GGUFFile) -> dict:
         hf.update(model_type="dots1", head_dim=hd, n_routed_experts=m("expert_count", required=True, minimum=1),
                   num_experts_per_tok=m("expert_used_count", required=True, minimum=1),
                   moe_intermediate_size=m("expert_feed_forward_length", required=True, minimum=1),
-                  n_shared_experts=m("expert_shared_count", required=True, minimum=0),
+                  n_shared_experts=_shared_experts(g, m),
                   first_k_dense_replace=m("leading_dense_block_count", 0, minimum=0),
                   routed_scaling_factor=m("expert_weights_scale", 0.0, kind=float) or 1.0,
                   norm_topk_prob=m("expert_weights_norm", False, kind=bool),
@@ -885,6 +885,16 @@ def hf_config(g: GGUFFile) -> dict:
         if eps is None:
             raise GGUFError(f"{g.path}: metadata 'nemotron.attention.layer_norm_epsilon' is missing (llama.cpp's "
                             f"nemotron loader requires it)")
+        if H * hd != D:
+            # (llama.cpp's nemotron loader creates attn_q and attn_output {n_embd, n_embd}: a file whose heads x head
+            # dim is not the hidden size, Minitron-8B's shape, has tensors of the wrong shape there, and its
+            # converter writes the rotated dims from hidden / heads, not head_dim)
+            raise GGUFError(f"{g.path}: metadata 'nemotron.attention.head_count' = {H} x 'nemotron.attention.key_length' "
+                            f"= {hd} is not 'nemotron.embedding_length' = {D}: llama.cpp's nemotron loader requires "
+                            f"heads x head dim = hidden size (attn_q and attn_output are hidden x hidden)")
+        if "output.weight" not in ts:
+            raise GGUFError(f"{g.path}: tensor 'output.weight' is missing (llama.cpp's nemotron loader requires the "
+                            f"output matrix: it does not tie it to token_embd)")
         hf.update(model_type="nemotron", hidden_act="relu2", norm_eps=eps, head_dim=hd,
                   partial_rotary_factor=(rd or hd) / hd, mlp_bias=blk(0, "ffn_up").replace("weight", "bias") in ts)
         hf.pop("rms_norm_eps", None)
@@ -1075,6 +1085,24 @@ def _afmoe(g: GGUFFile, m: _Meta, hf: dict, L: int, hd: int) -> dict:
               num_dense_layers=m("leading_dense_block_count", 0, minimum=0),
               route_scale=m("expert_weights_scale", 0.0, kind=float) or 1.0)
     return hf
+
+
+# llama.cpp's loaders that create the shared experts' tensors on every MoE layer whatever expert_shared_count says
+# (src/models/deepseek2.cpp, glm-dsa.cpp, deepseek32.cpp, dots1.cpp: {n_embd, n_ff_exp x n_expert_shared}, required):
+# a count of 0 there is a file llama.cpp refuses ("tensor ... not found" or "wrong shape")
+SHARED_EXPERT_REQUIRED = ("deepseek2", "glm-dsa", "deepseek32", "dots1")
+
+
+def _shared_experts(g: GGUFFile, m: _Meta) -> int:
+    """expert_shared_count, required as llama.cpp's loaders of deepseek2 / glm-dsa / deepseek32 / glm4moe / dots1 /
+    afmoe require it (get_key), and at least 1 where the loader creates the shared experts' tensors unconditionally
+    (SHARED_EXPERT_REQUIRED)."""
+    arch = g.architecture
+    n = m("expert_shared_count", required=True, minimum=0)
+    if n == 0 and arch in SHARED_EXPERT_REQUIRED:
+        raise GGUFError(f"{g.path}: metadata '{arch}.expert_shared_count' = 0: llama.cpp's {arch} loader requires the "
+                        f"shared experts' tensors (ffn_*_shexp) on every MoE layer, {arch} has at least one")
+    return n
 
 
 def _rows_of(g: GGUFFile, ts: dict, name: str) -> int | None:
@@ -2341,11 +2369,22 @@ def file_weights(g: GGUFFile, shapes: dict, n_layers: int) -> FileWeights:
                                               else t.n_bytes * (n.stop - n.start) // t.shape[1]
                                               if isinstance(n, ExpertRows) else t.n_bytes for n, t in zip(names, ts))))
     skipped = extra = 0
-    blocks = g.get(f"{g.architecture}.block_count")
+    arch = g.architecture
+    blocks = g.get(f"{arch}.block_count")
     for n, t in g.tensors.items():
         if n in used:
             continue
         parts = n.split(".")
+        if parts[0] == "blk" and len(parts) > 2 and parts[1].isdigit() and int(parts[1]) < n_layers and \
+                re.fullmatch(r"ffn_(gate|up|down|gate_up|gate_inp)_shexp", parts[2]):
+            # a shared expert's tensor on a layer the metadata gives none: llama.cpp's loaders create shexp tensors
+            # only where the count / width says so, and a tensor the loader does not create is a file it refuses
+            # ("wrong number of tensors"); running without it, or pricing it as extra bytes, would be another model
+            said = [f"'{k}' = {g.get(k)}" for k in (f"{arch}.expert_shared_count", f"{arch}.expert_shared_feed_forward_length")
+                    if g.get(k) is not None]
+            raise GGUFError(f"{g.path}: tensor {n!r} is a shared expert's, but the metadata gives layer {parts[1]} none "
+                            f"({', '.join(said) if said else 'no shared-expert count or width'}); llama.cpp refuses such "
+                            f"a file (a tensor its loader does not create)")
         if parts[0] == "blk" and len(parts) > 2 and parts[1].isdigit() and int(parts[1]) >= n_layers:
             if isinstance(blocks, (int, np.integer)) and int(parts[1]) >= blocks:
                 # (llama.cpp refuses such a file: "wrong number of tensors")

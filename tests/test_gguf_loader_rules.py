@@ -1,0 +1,109 @@
+"""GGUF files read by llama.cpp's own loader rules (the vendored llama.cpp's src/models/*.cpp load_arch_hparams /
+load_arch_tensors, src/llama-model-loader.cpp, src/llama-quant.cpp): a file llama.cpp loads is read with the
+hyperparameters llama.cpp takes, and one it refuses is one GGUFError naming the key or tensor, never a model run
+without some of its tensors or with other shapes. Small files written with the gguf package (tests/gguf_writer.py)."""
+import pytest
+
+gguf = pytest.importorskip("gguf", reason="GGUF tests need the gguf package")
+
+import gguf_writer  # noqa: E402
+
+from glmbench.models import configs, gguf_file  # noqa: E402
+
+
+# ---- shared experts ------------------------------------------------------------------------------------------------
+# GLM-4.5-Air's shape: a dense first layer, then 8 routed experts beside one shared expert
+_GLM4MOE = dict(model_type="glm4_moe", vocab_size=160, hidden_size=64, intermediate_size=96, moe_intermediate_size=32,
+                num_hidden_layers=3, num_attention_heads=4, num_key_value_heads=2, head_dim=16, n_shared_experts=1,
+                n_routed_experts=8, routed_scaling_factor=1.0, n_group=1, topk_group=1, num_experts_per_tok=2,
+                first_k_dense_replace=1, norm_topk_prob=True, attention_bias=False, use_qk_norm=False,
+                rms_norm_eps=1e-5, max_position_embeddings=256,
+                rope_parameters={"rope_type": "default", "rope_theta": 10000.0, "partial_rotary_factor": 0.5})
+_GLM4MOE_KEYS = {"expert_count": 8, "expert_used_count": 2, "expert_feed_forward_length": 32, "expert_shared_count": 1,
+                 "leading_dense_block_count": 1, "rope.dimension_count": 8, "attention.key_length": 16,
+                 "attention.value_length": 16, "feed_forward_length": 96}
+
+
+def _glm4moe(path, drop=(), hc=None, **extra):
+    return gguf_writer.write_synth(path, hc or _GLM4MOE, "glm4moe", _GLM4MOE_KEYS, drop, extra)
+
+
+def test_shared_expert_tensors_without_a_shared_expert_are_refused(tmp_path):
+    """src/models/glm4-moe.cpp creates ffn_*_shexp only where expert_shared_count > 0; a file holding them with a
+    count of 0 has tensors the loader never creates, which llama-model-loader.cpp refuses ("wrong number of
+    tensors"). glmbench ran such a file without its shared expert, pricing the tensors as extra bytes."""
+    p = str(tmp_path / "ok.gguf")
+    want = _glm4moe(p)
+    cfg, names = gguf_writer.read_back(p, want)
+    assert cfg.n_shared_experts == 1 and "blk.1.ffn_up_shexp.weight" in names
+    p0 = str(tmp_path / "zero.gguf")
+    _glm4moe(p0, **{"expert_shared_count": 0})
+    with pytest.raises(gguf_file.GGUFError, match=r"tensor 'blk\.1\.ffn_\w+_shexp\.weight' is a shared expert's, but "
+                                                  r"the metadata gives layer 1 none \('glm4moe\.expert_shared_count' = 0\)"):
+        configs.load(p0)
+    # the same model written without the shared expert (its count 0, no shexp tensors) reads and prices as it is
+    p1 = str(tmp_path / "none.gguf")
+    want = _glm4moe(p1, hc={**_GLM4MOE, "n_shared_experts": 0}, **{"expert_shared_count": 0})
+    cfg, names = gguf_writer.read_back(p1, want)
+    assert cfg.n_shared_experts == 0 and not any("shexp" in n for n in names)
+
+
+def test_expert_shared_count_is_required_where_llama_cpp_requires_it(tmp_path):
+    """glm4moe's and deepseek2's loaders read expert_shared_count with get_key (required): a file without it does
+    not load; glmbench took 0 and ran the model without its shared expert."""
+    gguf_writer.check_required_keys(tmp_path, _glm4moe, "glm4moe", ("expert_shared_count",))
+    pytest.importorskip("torch")
+    pytest.importorskip("transformers")
+    from test_model_hf import tiny_hf_model
+    cfg, model = tiny_hf_model("glm4_moe_lite")
+    sd = model.state_dict()
+    U32 = gguf.GGUFValueType.UINT32
+    p = str(tmp_path / "noshared.gguf")
+    gguf_writer.write(p, cfg, sd, meta={"deepseek2.expert_shared_count": (None, U32)})
+    with pytest.raises(gguf_file.GGUFError, match=r"metadata 'deepseek2\.expert_shared_count' is missing"):
+        configs.load(p)
+    # deepseek2 creates the shared experts' tensors on every MoE layer ({n_embd, n_ff_exp x n_expert_shared},
+    # required): a count of 0 is a file llama.cpp refuses ("not found" or "wrong shape")
+    p = str(tmp_path / "zero.gguf")
+    gguf_writer.write(p, cfg, sd, meta={"deepseek2.expert_shared_count": (0, U32)})
+    with pytest.raises(gguf_file.GGUFError, match=r"'deepseek2\.expert_shared_count' = 0: llama\.cpp's deepseek2 "
+                                                  r"loader requires the shared experts' tensors"):
+        configs.load(p)
+
+
+# ---- nemotron --------------------------------------------------------------------------------------------------------
+_N = dict(model_type="nemotron", vocab_size=128, hidden_size=64, intermediate_size=96, num_hidden_layers=2,
+          num_attention_heads=4, num_key_value_heads=2, head_dim=16, norm_eps=1e-5, max_position_embeddings=4096,
+          rope_parameters={"rope_type": "default", "rope_theta": 10000.0, "partial_rotary_factor": 0.5})
+
+
+def _nemotron(path, hc, **extra):
+    cfg = configs.from_hf(hc, "synth")
+    meta = {k: v for k, v in gguf_writer.gqa_meta(cfg).items() if k != "attention.layer_norm_rms_epsilon"}
+    meta.update({"feed_forward_length": 96, "attention.layer_norm_epsilon": 1e-5, "rope.dimension_count": 8})
+    gguf_writer.write_zero_file(path, cfg, "nemotron", meta, (), extra)
+    return cfg
+
+
+def test_nemotron_heads_times_head_dim_must_be_the_hidden_size(tmp_path):
+    """src/models/nemotron.cpp creates attn_q {n_embd, n_embd} and attn_output {n_embd, n_embd}: a file whose heads
+    x key_length differ from embedding_length (Minitron-8B's shape: 48 heads of 128 on 4096) has tensors of the
+    wrong shape for llama.cpp. glmbench read and ran it."""
+    p = str(tmp_path / "ok.gguf")
+    want = _nemotron(p, _N, **{"attention.key_length": 16, "attention.value_length": 16})
+    gguf_writer.read_back(p, want)
+    p = str(tmp_path / "wide.gguf")
+    _nemotron(p, {**_N, "head_dim": 32}, **{"attention.key_length": 32, "attention.value_length": 32})
+    with pytest.raises(gguf_file.GGUFError, match=r"'nemotron\.attention\.head_count' = 4 x "
+                                                  r"'nemotron\.attention\.key_length' = 32 is not "
+                                                  r"'nemotron\.embedding_length' = 64"):
+        configs.load(p)
+
+
+def test_nemotron_needs_its_output_matrix(tmp_path):
+    """nemotron.cpp creates output.weight required (no fallback to token_embd): a tied file does not load."""
+    p = str(tmp_path / "tied.gguf")
+    _nemotron(p, {**_N, "tie_word_embeddings": True})
+    assert "output.weight" not in gguf_file.read(p).tensors
+    with pytest.raises(gguf_file.GGUFError, match=r"tensor 'output\.weight' is missing \(llama\.cpp's nemotron"):
+        configs.load(p)
