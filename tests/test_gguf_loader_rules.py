@@ -8,6 +8,7 @@ gguf = pytest.importorskip("gguf", reason="GGUF tests need the gguf package")
 
 import gguf_writer  # noqa: E402
 
+from glmbench import vocab  # noqa: E402
 from glmbench.models import configs, gguf_file  # noqa: E402
 
 
@@ -107,3 +108,34 @@ def test_nemotron_needs_its_output_matrix(tmp_path):
     assert "output.weight" not in gguf_file.read(p).tensors
     with pytest.raises(gguf_file.GGUFError, match=r"tensor 'output\.weight' is missing \(llama\.cpp's nemotron"):
         configs.load(p)
+
+
+# ---- llama-quant's types for the embeddings ---------------------------------------------------------------------------
+def test_per_layer_token_embd_takes_the_token_embedding_rule():
+    """llama-quant.cpp (2025, glmbench's mix rules) quantizes Gemma 3n / 4's per_layer_token_embd by token_embd's rule
+    (`name == "token_embd.weight" || name == "per_layer_token_embd.weight"`): q2_K in the IQ2_XXS / IQ2_XS / IQ1_*
+    mixes, iq3_s in IQ2_S / IQ2_M / IQ3_XXS, q4_K in TQ1_0 / TQ2_0, the mix's base type elsewhere. glmbench gave it
+    the base type in every mix (an iq2_xxs table in IQ2_XXS)."""
+    for name in ("gemma-3n-e4b", "gemma-4-e2b"):
+        c = configs.load(name)
+        ctx, shape = c.tensor_context(), c.tensor_shapes()["model.embed_tokens_per_layer.weight"]
+        got = {mix: vocab.tensor_format(mix, "model.embed_tokens_per_layer.weight", shape, ctx).name
+               for mix in ("Q4_K_M", "Q3_K_M", "mix:IQ2_XXS", "mix:IQ2_XS", "mix:IQ1_S", "IQ2_M", "mix:IQ3_XXS",
+                           "mix:TQ1_0", "mix:Q8_0")}
+        assert got == {"Q4_K_M": "q4_K", "Q3_K_M": "q3_K", "mix:IQ2_XXS": "q2_K", "mix:IQ2_XS": "q2_K",
+                       "mix:IQ1_S": "q2_K", "IQ2_M": "iq3_s", "mix:IQ3_XXS": "iq3_s", "mix:TQ1_0": "q4_K",
+                       "mix:Q8_0": "q8_0"}, name
+        # its GGUF name, as gguf-py's TensorNameMap gives it
+        assert vocab.gguf_tensor_name("model.embed_tokens_per_layer.weight") == ("per_layer_token_embd.weight", None)
+
+
+def test_output_matrix_of_an_iq3_xxs_mix_is_q5_k():
+    """llama-quant.cpp's output rule (and the tied token_embd's) lists IQ3_XXS among the mixes whose output is q5_K
+    (2025 and 2026 alike); glmbench gave it q6_K."""
+    for name in ("llama-3.1-8b", "gemma-3-4b"):
+        c = configs.load(name)
+        ctx, shapes = c.tensor_context(), c.tensor_shapes()
+        head = "lm_head.weight" if "lm_head.weight" in shapes else "model.embed_tokens.weight"
+        assert vocab.tensor_format("mix:IQ3_XXS", head, shapes[head], ctx).name == "q5_K", name
+        assert vocab.tensor_format("mix:IQ2_XXS", head, shapes[head], ctx).name == "q5_K", name
+        assert vocab.tensor_format("IQ3_XS", head, shapes[head], ctx).name == "q6_K", name
