@@ -139,3 +139,105 @@ def test_output_matrix_of_an_iq3_xxs_mix_is_q5_k():
         assert vocab.tensor_format("mix:IQ3_XXS", head, shapes[head], ctx).name == "q5_K", name
         assert vocab.tensor_format("mix:IQ2_XXS", head, shapes[head], ctx).name == "q5_K", name
         assert vocab.tensor_format("IQ3_XS", head, shapes[head], ctx).name == "q6_K", name
+
+
+# ---- load_hparams' general keys ----------------------------------------------------------------------------------------
+_LLAMA = dict(model_type="llama", vocab_size=128, hidden_size=64, intermediate_size=96, num_hidden_layers=2,
+              num_attention_heads=4, num_key_value_heads=2, rms_norm_eps=1e-5, max_position_embeddings=4096)
+
+
+def _llama(path, extra=None, strings=None, drop=(), hc=None):
+    """A llama file of _LLAMA's shape (zero tensors), gqa_meta's keys less `drop` plus `extra`, and `strings` as
+    string keys (rope.scaling.type)."""
+    cfg = configs.from_hf(hc or _LLAMA, "synth")
+    w = gguf.GGUFWriter(path, "llama")
+    gguf_writer.add_metadata(w, "llama", {**gguf_writer.gqa_meta(cfg), **(extra or {})}, drop)
+    for k, v in (strings or {}).items():
+        w.add_string(f"llama.{k}", v)
+    gguf_writer.add_zero_tensors(w, cfg, "llama")
+    gguf_writer.finish(w)
+    return cfg
+
+
+def test_rope_scaling_factor_without_a_type_is_linear(tmp_path):
+    """llama.cpp's load_hparams: the scaling type defaults to "linear", the factor from rope.scaling.factor or the
+    old rope.scale_linear (freq_scale = 1 / factor): a file stating a factor alone runs linear-scaled rope there.
+    glmbench read it unscaled."""
+    for key in ("rope.scaling.factor", "rope.scale_linear"):
+        p = str(tmp_path / f"{key}.gguf")
+        _llama(p, {key: 4.0})
+        c = configs.load(p)
+        assert (c.rope_type, c.hf["rope_scaling"]) == ("linear", {"rope_type": "linear", "factor": 4.0}), key
+    # stated "none": unscaled whatever the factor (llama-context.cpp: never scale if the type is none); no key: plain
+    p = str(tmp_path / "none.gguf")
+    _llama(p, {"rope.scaling.factor": 4.0}, {"rope.scaling.type": "none"})
+    assert configs.load(p).rope_type == "default"
+    p = str(tmp_path / "plain.gguf")
+    _llama(p)
+    assert configs.load(p).rope_type == "default"
+
+
+def test_rope_scaling_type_llama_cpp_does_not_know_is_refused(tmp_path):
+    """llama_rope_scaling_type_from_string knows none / linear / yarn / longrope; any other type is an assert in
+    load_hparams. glmbench took HF's "dynamic" NTK from such a file."""
+    p = str(tmp_path / "dynamic.gguf")
+    _llama(p, {"rope.scaling.factor": 4.0}, {"rope.scaling.type": "dynamic"})
+    with pytest.raises(gguf_file.GGUFError, match=r"'llama\.rope\.scaling\.type' = 'dynamic' is not a rope scaling "
+                                                  r"llama\.cpp knows"):
+        configs.load(p)
+
+
+def test_llama_rotates_the_whole_head(tmp_path):
+    """load_hparams refuses a llama / deci file whose rope.dimension_count is not the head dim ("invalid n_rot");
+    glmbench ran it with a partial rope."""
+    p = str(tmp_path / "partial.gguf")
+    _llama(p, {"rope.dimension_count": 8})
+    with pytest.raises(gguf_file.GGUFError, match=r"'llama\.rope\.dimension_count' = 8 is not the head dim 16 .*"
+                                                  r"invalid n_rot"):
+        configs.load(p)
+    p = str(tmp_path / "whole.gguf")
+    _llama(p, {"rope.dimension_count": 16})
+    assert configs.load(p).rope_dim == 16
+
+
+def test_rms_epsilon_is_required(tmp_path):
+    """llama.cpp's loaders read attention.layer_norm_rms_epsilon with get_key (required) in every RMSNorm family
+    glmbench reads; glmbench took 1e-6 from a file without it."""
+    gguf_writer.check_required_keys(tmp_path, lambda p, drop: _llama(p, drop=drop), "llama",
+                                    ("attention.layer_norm_rms_epsilon",))
+    gguf_writer.check_required_keys(tmp_path, _glm4moe, "glm4moe", ("attention.layer_norm_rms_epsilon",))
+
+
+def test_value_length_unlike_the_key_length_is_refused(tmp_path):
+    """A GQA family's attn_v is value_length x KV heads wide in llama.cpp and its graph asserts the value head as
+    wide as the key head; glmbench's GQA config has one head dim and ignored value_length."""
+    p = str(tmp_path / "ok.gguf")
+    _llama(p, {"attention.key_length": 16, "attention.value_length": 16})
+    assert configs.load(p).head_dim == 16
+    p = str(tmp_path / "v8.gguf")
+    _llama(p, {"attention.key_length": 16, "attention.value_length": 8})
+    with pytest.raises(gguf_file.GGUFError, match=r"'llama\.attention\.value_length' = 8 differs from the key head "
+                                                  r"dim 16"):
+        configs.load(p)
+
+
+def test_yarn_log_multiplier_as_each_loader_reads_it(tmp_path):
+    """rope.scaling.yarn_log_multiplier: deepseek2's converter writes 0.1 x mscale_all_dim and its loader divides by
+    0.1 (mscale = mscale_all_dim); Ministral 3's (conversion/mistral3.py) writes mscale_all_dim itself, which
+    mistral3's loader takes as it is, mscale 1 (llama-context.cpp). glmbench divided every file's by 0.1 (Ministral
+    3's mscale_all_dim 1 read as 10)."""
+    hc = {**_LLAMA, "max_position_embeddings": 16384}
+    cfg = configs.from_hf(hc, "synth")
+    p = str(tmp_path / "ministral3.gguf")
+    w = gguf.GGUFWriter(p, "mistral3")
+    gguf_writer.add_metadata(w, "mistral3", {**gguf_writer.gqa_meta(cfg), "rope.scaling.factor": 16.0,
+                                             "rope.scaling.original_context_length": 1024,
+                                             "rope.scaling.yarn_log_multiplier": 1.0,
+                                             "attention.temperature_scale": 0.1})
+    w.add_string("mistral3.rope.scaling.type", "yarn")
+    gguf_writer.add_zero_tensors(w, cfg, "llama")
+    gguf_writer.finish(w)
+    c = configs.load(p)
+    rs = c.hf["rope_scaling"]
+    assert c.model_type == "ministral3" and rs["rope_type"] == "yarn"
+    assert (rs["mscale_all_dim"], rs["mscale"]) == (1.0, 1.0)

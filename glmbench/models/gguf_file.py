@@ -550,6 +550,18 @@ def hf_config(g: GGUFFile) -> dict:
         raise GGUFError(f"{g.path}: metadata '{arch}.block_count' = {blocks} leaves no decoder layer after the "
                         f"'{arch}.nextn_predict_layers' = {nextn} multi-token-prediction layers")
     D = m("embedding_length", required=True, minimum=1)
+    if arch in ("llama", "deci"):
+        # llama.cpp's load_hparams refuses a llama / deci file that rotates part of the head ("invalid n_rot")
+        h0 = g.metadata.get(f"{arch}.attention.head_count")
+        h0 = int(np.asarray(h0).reshape(-1)[0]) if isinstance(h0, (np.ndarray, int, np.integer)) and \
+            np.asarray(h0).size else 0
+        rot = m("rope.dimension_count")
+        if h0 > 0 and rot is not None:
+            k_len = m("attention.key_length") or D // h0
+            if rot != k_len:
+                raise GGUFError(f"{g.path}: metadata '{arch}.rope.dimension_count' = {rot} is not the head dim {k_len} "
+                                f"('{arch}.attention.key_length', else embedding_length / head_count): llama.cpp's "
+                                f"{arch} loader refuses it (invalid n_rot; {arch} rotates the whole head)")
     # (deci: head_count per layer, 0 on the attention-free layers: the query heads are the largest)
     H = m("attention.head_count", required=True, minimum=1) if arch != "deci" else \
         max(_layer_ints(g, "attention.head_count", blocks))
@@ -562,23 +574,44 @@ def hf_config(g: GGUFFile) -> dict:
             raise GGUFError(f"{g.path}: neither metadata '{arch}.vocab_size' nor tensor 'token_embd.weight' gives "
                             f"the vocabulary size")
         V = emb.shape[0]
+    # (llama.cpp's loaders read the RMS epsilon with get_key, required, but where a family's norms are LayerNorms:
+    # Cohere's, Nemotron's, Nemotron-H's, read there)
+    own_eps = arch in ("command-r", "cohere2", "nemotron", "nemotron_h", "nemotron_h_moe")
     hf = {"_name_or_path": g.get("general.name") or os.path.splitext(os.path.basename(g.path))[0],
           "num_hidden_layers": L, "hidden_size": D, "num_attention_heads": H, "vocab_size": V,
-          "rms_norm_eps": m("attention.layer_norm_rms_epsilon", 1e-6, kind=float),
+          "rms_norm_eps": m("attention.layer_norm_rms_epsilon", 1e-6 if own_eps else None, required=not own_eps,
+                            kind=float),
           "rope_theta": m("rope.freq_base", 10000.0, kind=float),
           "tie_word_embeddings": "output.weight" not in ts,
           # (llama.cpp's loader requires it: a file without it does not load)
           "max_position_embeddings": m("context_length", required=True, minimum=1), "hidden_act": "silu",
           "gguf_architecture": arch, "num_nextn_predict_layers": nextn}
+    # rope scaling as llama.cpp's load_hparams reads it: the factor from rope.scaling.factor, else the old key
+    # rope.scale_linear; the type from rope.scaling.type, "linear" where the file states none (a factor alone is
+    # linear scaling there); a type llama.cpp does not know (none / linear / yarn / longrope) it refuses (an assert)
     st = m("rope.scaling.type", kind=str)
+    factor = m("rope.scaling.factor", kind=float)
+    if factor is None:
+        factor = m("rope.scale_linear", kind=float)
+    if st is None and factor not in (None, 0.0, 1.0):
+        st = "linear"
+    if st is not None and st not in ("none", "linear", "yarn", "longrope"):
+        raise GGUFError(f"{g.path}: metadata '{arch}.rope.scaling.type' = {st!r} is not a rope scaling llama.cpp knows "
+                        f"(none, linear, yarn, longrope)")
     if st and st != "none":
-        rs = {"rope_type": st, "factor": m("rope.scaling.factor", 1.0, kind=float)}
+        rs = {"rope_type": st, "factor": factor or 1.0}
         orig = m("rope.scaling.original_context_length")
         if orig:
             rs["original_max_position_embeddings"] = orig
         lm = m("rope.scaling.yarn_log_multiplier", kind=float)
-        if lm:  # the converter writes 0.1 * mscale_all_dim (DeepSeek: mscale == mscale_all_dim)
+        if lm and (arch == "deepseek2" or arch in DSA_ARCHITECTURES):
+            # DeepSeek's converter writes 0.1 * mscale_all_dim, which its loader divides by 0.1 again, and takes
+            # mscale == mscale_all_dim (llama-context.cpp's TAG_DEEPSEEK2_YARN_LOG_MUL_FIX)
             rs["mscale"] = rs["mscale_all_dim"] = lm / 0.1
+        elif lm and arch == "mistral3":
+            # Ministral 3's: mscale_all_dim as it is (conversion/mistral3.py), mscale 1 (llama-context.cpp);
+            # llama.cpp's other loaders never read the key
+            rs["mscale_all_dim"], rs["mscale"] = lm, 1.0
         for k in ("beta_fast", "beta_slow"):
             v = m(f"rope.scaling.yarn_{k}", kind=float)
             if v:
@@ -1216,9 +1249,10 @@ def _hybrid(g: GGUFFile, m: _Meta, hf: dict, L: int, blocks: int, hd: int, rd: i
     return hf
 
 
-def _gqa_head_dim(g: GGUFFile, m: _Meta, H: int, D: int, n_kv: int) -> int:
+def _gqa_head_dim(g: GGUFFile, m: _Meta, H: int, D: int, n_kv: int, *, values: bool = True) -> int:
     """A GQA file's head dim: attention.key_length, else embedding_length / head_count; the query heads a
-    multiple of the KV heads, else a GGUFError naming the keys."""
+    multiple of the KV heads and (`values`: unless the caller checks them itself) attention.value_length, where
+    stated, that head dim, else a GGUFError naming the keys."""
     arch = g.architecture
     if H % n_kv:
         raise GGUFError(f"{g.path}: metadata '{arch}.attention.head_count' = {H} is not a multiple of "
@@ -1229,6 +1263,13 @@ def _gqa_head_dim(g: GGUFFile, m: _Meta, H: int, D: int, n_kv: int) -> int:
             raise GGUFError(f"{g.path}: metadata '{arch}.embedding_length' = {D} is not a multiple of "
                             f"'{arch}.attention.head_count' = {H} and no '{arch}.attention.key_length' is given")
         hd = D // H
+    vl = m("attention.value_length", minimum=1) if values else None
+    if vl is not None and vl != hd:
+        # (llama.cpp's attn_v is value_length x KV heads wide, and these families' graphs assert the value head
+        # as wide as the key head; glmbench's GQA config has one head dim)
+        raise GGUFError(f"{g.path}: metadata '{arch}.attention.value_length' = {vl} differs from the key head dim {hd} "
+                        f"('{arch}.attention.key_length', else embedding_length / head_count): {arch} takes one head "
+                        f"dim for keys and values")
     return hd
 
 
@@ -1769,7 +1810,7 @@ def _gemma4(g: GGUFFile, m: _Meta, hf: dict, L: int) -> dict:
     full = [i for i in range(L) if not swa[i]]
     n_kv = sets["sliding"][0] if sets["sliding"] else sets["global"][0]
     kv_g = sets["global"][0] if sets["global"] else n_kv
-    hd_g = _gqa_head_dim(g, m, H, D, n_kv)
+    hd_g = _gqa_head_dim(g, m, H, D, n_kv, values=False)   # (the value lengths: checked below)
     if H % kv_g:
         raise GGUFError(f"{p}: metadata '{arch}.attention.head_count' = {H} is not a multiple of the global layers' "
                         f"{kv_g} KV heads ({kkey!r})")
