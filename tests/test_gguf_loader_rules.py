@@ -241,3 +241,25 @@ def test_yarn_log_multiplier_as_each_loader_reads_it(tmp_path):
     rs = c.hf["rope_scaling"]
     assert c.model_type == "ministral3" and rs["rope_type"] == "yarn"
     assert (rs["mscale_all_dim"], rs["mscale"]) == (1.0, 1.0)
+
+
+# ---- windows ----------------------------------------------------------------------------------------------------------
+_GEMMA = dict(vocab_size=128, hidden_size=64, intermediate_size=96, num_hidden_layers=6, num_attention_heads=4,
+              num_key_value_heads=2, head_dim=16, rms_norm_eps=1e-6, max_position_embeddings=4096, sliding_window=8)
+
+
+@pytest.mark.parametrize("arch,mt", [("gemma3", "gemma3_text"), ("gemma2", "gemma2")])
+def test_gemma_window_pattern_as_flags_or_a_period(tmp_path, arch, mt):
+    """gemma2 / gemma3 read attention.sliding_window_pattern through load_swa_pattern: an array of one flag per layer
+    (true: windowed) or a period (every n-th layer global; 0: all windowed). glmbench took a period only and refused
+    a file with flags ("varies per layer" or "must be an integer")."""
+    flags = [True, False, True, True, False, True]
+    hc = {**_GEMMA, "model_type": mt, "layer_types": ["sliding_attention" if f else "full_attention" for f in flags]}
+    keys = {"attention.sliding_window": 8, "attention.key_length": 16, "attention.value_length": 16}
+    p = str(tmp_path / "flags.gguf")
+    gguf_writer.write_synth(p, hc, arch, {**keys, "attention.sliding_window_pattern": flags})
+    c = configs.load(p)
+    assert c.windowed_layers == (0, 2, 3, 5), c.windowed_layers
+    p = str(tmp_path / "period.gguf")
+    gguf_writer.write_synth(p, {**hc, "layer_types": None}, arch, {**keys, "attention.sliding_window_pattern": 3})
+    assert configs.load(p).windowed_layers == (0, 1, 3, 4)

@@ -735,16 +735,17 @@ def hf_config(g: GGUFFile) -> dict:
         # default 10000 when absent); final_logit_softcapping when present. The converter adds 1 to
         # every norm weight (Gemma3RMSNorm's 1 + w), which models/checkpoint.py takes off again.
         sw = m("attention.sliding_window", minimum=0)
-        pat = m("attention.sliding_window_pattern", 6, minimum=0)
         if emb is not None:   # the converter drops the embedding rows past the tokenizer's vocabulary
             hf["vocab_size"] = emb.shape[0]
         # llama.cpp's attention scale: 1/sqrt(embedding_length / head_count) for the 27B (62 layers), else 1/sqrt(head dim)
         hf.update(model_type="gemma3_text", head_dim=hd, query_pre_attn_scalar=D // H if L == 62 else hd,
                   hidden_activation="gelu_pytorch_tanh", rope_local_base_freq=m("rope.freq_base_swa", 10000.0, kind=float))
         if sw:
-            hf.update(sliding_window=sw, sliding_window_pattern=pat,
-                      layer_types=["sliding_attention" if pat == 0 or i % pat < pat - 1 else "full_attention"
-                                   for i in range(L)])
+            # (load_swa_pattern: one flag per layer, or a period, default 6)
+            windowed, pat = _swa_pattern(g, m, L, 6)
+            hf.update(sliding_window=sw, layer_types=["sliding_attention" if w else "full_attention" for w in windowed])
+            if pat is not None:
+                hf["sliding_window_pattern"] = pat
         else:
             hf.update(sliding_window=None, layer_types=["full_attention"] * L)
         cap = m("final_logit_softcapping", kind=float)
@@ -765,12 +766,12 @@ def hf_config(g: GGUFFile) -> dict:
         if emb is not None:
             hf["vocab_size"] = emb.shape[0]
         sw = m("attention.sliding_window", 4096, minimum=1)
-        pat = m("attention.sliding_window_pattern", 2, minimum=1)
+        windowed, _ = _swa_pattern(g, m, L, 2)   # (load_swa_pattern: one flag per layer, or a period, default 2)
         hf.update(model_type="gemma2", head_dim=hd, query_pre_attn_scalar=D // H if L == 46 else hd,
                   hidden_activation="gelu_pytorch_tanh", sliding_window=sw,
                   attn_logit_softcapping=m("attn_logit_softcapping", 50.0, kind=float) or None,
                   final_logit_softcapping=m("final_logit_softcapping", 30.0, kind=float) or None,
-                  layer_types=["sliding_attention" if i % pat < pat - 1 else "full_attention" for i in range(L)])
+                  layer_types=["sliding_attention" if w else "full_attention" for w in windowed])
         return hf
     if arch == "gpt-oss":
         # llama.cpp's openai-moe: every layer MoE (expert_count experts of expert_feed_forward_length,
