@@ -22,7 +22,7 @@ _GLM4MOE = dict(model_type="glm4_moe", vocab_size=160, hidden_size=64, intermedi
                 rope_parameters={"rope_type": "default", "rope_theta": 10000.0, "partial_rotary_factor": 0.5})
 _GLM4MOE_KEYS = {"expert_count": 8, "expert_used_count": 2, "expert_feed_forward_length": 32, "expert_shared_count": 1,
                  "leading_dense_block_count": 1, "rope.dimension_count": 8, "attention.key_length": 16,
-                 "attention.value_length": 16, "feed_forward_length": 96}
+                 "attention.value_length": 16, "feed_forward_length": 96, "expert_weights_norm": True}
 
 
 def _glm4moe(path, drop=(), hc=None, **extra):
@@ -263,3 +263,38 @@ def test_gemma_window_pattern_as_flags_or_a_period(tmp_path, arch, mt):
     p = str(tmp_path / "period.gguf")
     gguf_writer.write_synth(p, {**hc, "layer_types": None}, arch, {**keys, "attention.sliding_window_pattern": 3})
     assert configs.load(p).windowed_layers == (0, 1, 3, 4)
+
+
+# ---- routing ----------------------------------------------------------------------------------------------------------
+def test_glm4moe_routing_defaults_are_llama_cpps(tmp_path):
+    """src/models/glm4-moe.cpp: expert_weights_norm absent is false (no renormalisation; glmbench took true),
+    expert_weights_scale 0 is unscaled (llama-graph.cpp's build_moe_ffn skips a 0 scale; glmbench multiplied the
+    experts' output by 0), a softmax expert_gating_func is not GLM-4.5's sigmoid router (refused; glmbench read it
+    as sigmoid)."""
+    p = str(tmp_path / "nonorm.gguf")
+    _glm4moe(p, drop=("expert_weights_norm",), hc={**_GLM4MOE, "norm_topk_prob": False}, **{"expert_weights_scale": 0.0})
+    c = gguf_writer.load_stated(p)
+    assert (c.norm_topk_prob, c.routed_scaling_factor) == (False, 1.0)
+    p = str(tmp_path / "norm.gguf")
+    _glm4moe(p, **{"expert_weights_scale": 2.5})
+    c = gguf_writer.load_stated(p)
+    assert (c.norm_topk_prob, c.routed_scaling_factor) == (True, 2.5)
+    p = str(tmp_path / "softmax.gguf")
+    _glm4moe(p, **{"expert_gating_func": 1})
+    with pytest.raises(gguf_file.GGUFError, match=r"'glm4moe\.expert_gating_func' = 1 is not 2 \(sigmoid\)"):
+        configs.load(p)
+
+
+def test_qwen3moe_always_renormalises(tmp_path):
+    """llama.cpp's qwen3moe graph passes norm_w true to build_moe_ffn and never reads expert_weights_norm: a file
+    stating false runs renormalised there (glmbench ran it without), with a notice that the key is not read."""
+    hc = dict(model_type="qwen3_moe", vocab_size=128, hidden_size=64, intermediate_size=96, moe_intermediate_size=32,
+              num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2, head_dim=16, num_experts=8,
+              num_experts_per_tok=2, norm_topk_prob=True, rms_norm_eps=1e-6, max_position_embeddings=4096)
+    keys = {"expert_count": 8, "expert_used_count": 2, "expert_feed_forward_length": 32, "attention.key_length": 16,
+            "attention.value_length": 16}
+    p = str(tmp_path / "q.gguf")
+    gguf_writer.write_synth(p, hc, "qwen3moe", keys, extra={"expert_weights_norm": False})
+    with pytest.warns(gguf_file.GGUFNotice, match=r"'qwen3moe\.expert_weights_norm' = false is not read"):
+        c = configs.load(p)
+    assert c.norm_topk_prob is True

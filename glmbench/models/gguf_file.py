@@ -658,7 +658,7 @@ def hf_config(g: GGUFFile) -> dict:
                   n_routed_experts=m("expert_count", required=True), num_experts_per_tok=m("expert_used_count", required=True),
                   moe_intermediate_size=m("expert_feed_forward_length", required=True),
                   n_shared_experts=_shared_experts(g, m), first_k_dense_replace=m("leading_dense_block_count", 0),
-                  routed_scaling_factor=m("expert_weights_scale", 1.0, kind=float),
+                  routed_scaling_factor=m("expert_weights_scale", 0.0, kind=float) or 1.0,   # (llama.cpp: 0 unscaled)
                   norm_topk_prob=m("expert_weights_norm", False, kind=bool), n_group=n_group,
                   topk_group=m("expert_group_used_count", 1) or 1,
                   attention_bias=blk(0, "attn_kv_a_mqa").replace("weight", "bias") in ts)
@@ -690,14 +690,25 @@ def hf_config(g: GGUFFile) -> dict:
                   moe_intermediate_size=m("expert_feed_forward_length", required=True))
         dense = [i for i in range(L) if blk(i, "ffn_gate_exps") not in ts]
         if arch == "qwen3moe":
-            # llama.cpp's qwen3moe graph always renormalises the top-k weights
+            # llama.cpp's qwen3moe graph always renormalises the top-k weights (build_moe_ffn's norm_w true; its
+            # loader never reads expert_weights_norm, which the converter does not write)
+            if not m("expert_weights_norm", True, kind=bool):
+                _notice(hf, f"{g.path}: metadata 'qwen3moe.expert_weights_norm' = false is not read: llama.cpp's "
+                            f"qwen3moe always renormalises the top-k weights, and so does glmbench")
             hf.update(model_type="qwen3_moe", num_experts=E, decoder_sparse_step=1, mlp_only_layers=dense,
-                      norm_topk_prob=m("expert_weights_norm", True, kind=bool))
+                      norm_topk_prob=True)
         else:
+            # llama.cpp's glm4moe (src/models/glm4-moe.cpp): sigmoid where expert_gating_func is absent or 2 (a
+            # softmax router is not GLM-4.5's: refused), the top-k weights renormalised only where
+            # expert_weights_norm says so (absent: false, as its loader leaves it)
+            gating = m("expert_gating_func", 0)
+            if gating not in (0, 2):
+                raise GGUFError(f"{g.path}: metadata 'glm4moe.expert_gating_func' = {gating} is not 2 (sigmoid): "
+                                f"GLM-4.5's router is sigmoid with a score-correction bias")
             hf.update(model_type="glm4_moe", n_routed_experts=E, n_shared_experts=_shared_experts(g, m),
                       first_k_dense_replace=m("leading_dense_block_count", 0),
-                      routed_scaling_factor=m("expert_weights_scale", 1.0, kind=float),
-                      norm_topk_prob=m("expert_weights_norm", True, kind=bool),
+                      routed_scaling_factor=m("expert_weights_scale", 0.0, kind=float) or 1.0,
+                      norm_topk_prob=m("expert_weights_norm", False, kind=bool),
                       n_group=m("expert_group_count", 1) or 1, topk_group=m("expert_group_used_count", 1) or 1,
                       use_qk_norm=blk(0, "attn_q_norm") in ts)
         return hf
@@ -1622,7 +1633,7 @@ def _mamba(g: GGUFFile, m: _Meta, hf: dict, L: int, blocks: int) -> dict:
                       moe_intermediate_size=fe, moe_shared_expert_intermediate_size=fs,
                       n_shared_experts=m("expert_shared_count", 1 if fs else 0, minimum=0),
                       norm_topk_prob=m("expert_weights_norm", False, kind=bool),
-                      routed_scaling_factor=m("expert_weights_scale", 1.0, kind=float),
+                      routed_scaling_factor=m("expert_weights_scale", 0.0, kind=float) or 1.0,   # (llama.cpp: 0 unscaled)
                       n_group=m("expert_group_count", 1) or 1, topk_group=m("expert_group_used_count", 1) or 1)
         return hf
     # granitehybrid
