@@ -298,3 +298,18 @@ def test_qwen3moe_always_renormalises(tmp_path):
     with pytest.warns(gguf_file.GGUFNotice, match=r"'qwen3moe\.expert_weights_norm' = false is not read"):
         c = configs.load(p)
     assert c.norm_topk_prob is True
+
+
+def test_expert_groups_llama_cpp_asserts_on_are_refused(tmp_path):
+    """load_hparams asserts, where expert_group_count > 1, that the groups split the experts and that
+    expert_group_used_count is in [1, groups): a file breaking it aborts llama.cpp; glmbench priced it (every group
+    chosen) or read a used count of 0."""
+    hc = {**_GLM4MOE, "n_group": 2, "topk_group": 1}
+    p = str(tmp_path / "ok.gguf")
+    _glm4moe(p, hc=hc, **{"expert_group_count": 2, "expert_group_used_count": 1})
+    assert configs.load(p).n_group == 2
+    p = str(tmp_path / "all.gguf")
+    _glm4moe(p, hc={**hc, "topk_group": 2}, **{"expert_group_count": 2, "expert_group_used_count": 2})
+    with pytest.raises(gguf_file.GGUFError, match=r"'glm4moe\.expert_group_used_count' = 2 must be at least 1 and "
+                                                  r"fewer than 'glm4moe\.expert_group_count' = 2"):
+        configs.load(p)

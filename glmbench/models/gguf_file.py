@@ -550,6 +550,17 @@ def hf_config(g: GGUFFile) -> dict:
         raise GGUFError(f"{g.path}: metadata '{arch}.block_count' = {blocks} leaves no decoder layer after the "
                         f"'{arch}.nextn_predict_layers' = {nextn} multi-token-prediction layers")
     D = m("embedding_length", required=True, minimum=1)
+    groups = m("expert_group_count", 0, minimum=0)
+    if groups > 1:
+        # llama.cpp's load_hparams asserts these (an abort, not a load): the experts split evenly into the groups,
+        # at least one group and fewer than all of them chosen
+        E, used = m("expert_count", minimum=0), m("expert_group_used_count", 0, minimum=0)
+        if E is not None and (E % groups or groups >= E):   # (no expert_count: named missing by the family's reader)
+            raise GGUFError(f"{g.path}: metadata '{arch}.expert_group_count' = {groups} does not split "
+                            f"'{arch}.expert_count' = {E} experts into groups (llama.cpp's loader asserts it does)")
+        if not 0 < used < groups:
+            raise GGUFError(f"{g.path}: metadata '{arch}.expert_group_used_count' = {used} must be at least 1 and "
+                            f"fewer than '{arch}.expert_group_count' = {groups} (llama.cpp's loader asserts it)")
     if arch in ("llama", "deci"):
         # llama.cpp's load_hparams refuses a llama / deci file that rotates part of the head ("invalid n_rot")
         h0 = g.metadata.get(f"{arch}.attention.head_count")
