@@ -101,12 +101,23 @@ def test_nemotron_heads_times_head_dim_must_be_the_hidden_size(tmp_path):
         configs.load(p)
 
 
-def test_nemotron_needs_its_output_matrix(tmp_path):
-    """nemotron.cpp creates output.weight required (no fallback to token_embd): a tied file does not load."""
+def test_output_matrix_required_where_llama_cpp_requires_it(tmp_path):
+    """nemotron.cpp (and gpt-oss's, minimax-m2's, qwen2moe's, olmoe's, olmo2's, apertus's, phimoe's, dots1's
+    loaders) create output.weight required, with no fallback to token_embd: a tied file does not load there.
+    glmbench ran it tied."""
     p = str(tmp_path / "tied.gguf")
     _nemotron(p, {**_N, "tie_word_embeddings": True})
     assert "output.weight" not in gguf_file.read(p).tensors
     with pytest.raises(gguf_file.GGUFError, match=r"tensor 'output\.weight' is missing \(llama\.cpp's nemotron"):
+        configs.load(p)
+    hc = dict(model_type="olmo2", vocab_size=128, hidden_size=64, intermediate_size=96, num_hidden_layers=2,
+              num_attention_heads=4, num_key_value_heads=2, rms_norm_eps=1e-6, max_position_embeddings=4096)
+    p = str(tmp_path / "olmo2.gguf")
+    want = gguf_writer.write_synth(p, hc, "olmo2")
+    gguf_writer.read_back(p, want)
+    p = str(tmp_path / "olmo2-tied.gguf")
+    gguf_writer.write_synth(p, {**hc, "tie_word_embeddings": True}, "olmo2")
+    with pytest.raises(gguf_file.GGUFError, match=r"tensor 'output\.weight' is missing \(llama\.cpp's olmo2"):
         configs.load(p)
 
 

@@ -628,6 +628,9 @@ def hf_config(g: GGUFFile) -> dict:
             if v:
                 rs[k] = v
         hf["rope_scaling"] = rs
+    if arch in OUTPUT_REQUIRED and "output.weight" not in ts:
+        raise GGUFError(f"{g.path}: tensor 'output.weight' is missing (llama.cpp's {arch} loader requires the output "
+                        f"matrix: it does not tie it to token_embd)")
     if "rope_freqs.weight" in ts and arch != "gemma4":   # (Gemma 4's: its proportional rope, read by _gemma4)
         # llama3-style rope scaling: the converter stores the per-pair frequency divisors as a
         # tensor (LlamaModel.generate_extra_tensors) and writes no rope.scaling keys; llama.cpp
@@ -948,9 +951,6 @@ def hf_config(g: GGUFFile) -> dict:
             raise GGUFError(f"{g.path}: metadata 'nemotron.attention.head_count' = {H} x 'nemotron.attention.key_length' "
                             f"= {hd} is not 'nemotron.embedding_length' = {D}: llama.cpp's nemotron loader requires "
                             f"heads x head dim = hidden size (attn_q and attn_output are hidden x hidden)")
-        if "output.weight" not in ts:
-            raise GGUFError(f"{g.path}: tensor 'output.weight' is missing (llama.cpp's nemotron loader requires the "
-                            f"output matrix: it does not tie it to token_embd)")
         hf.update(model_type="nemotron", hidden_act="relu2", norm_eps=eps, head_dim=hd,
                   partial_rotary_factor=(rd or hd) / hd, mlp_bias=blk(0, "ffn_up").replace("weight", "bias") in ts)
         hf.pop("rms_norm_eps", None)
@@ -1141,6 +1141,11 @@ def _afmoe(g: GGUFFile, m: _Meta, hf: dict, L: int, hd: int) -> dict:
               num_dense_layers=m("leading_dense_block_count", 0, minimum=0),
               route_scale=m("expert_weights_scale", 0.0, kind=float) or 1.0)
     return hf
+
+
+# llama.cpp's loaders that create output.weight required, with no fallback to token_embd (src/models/*.cpp
+# load_arch_tensors: flags 0): a file without it does not load
+OUTPUT_REQUIRED = ("gpt-oss", "minimax-m2", "qwen2moe", "olmoe", "olmo2", "apertus", "phimoe", "dots1", "nemotron")
 
 
 # llama.cpp's loaders that create the shared experts' tensors on every MoE layer whatever expert_shared_count says
