@@ -324,3 +324,26 @@ def test_expert_groups_llama_cpp_asserts_on_are_refused(tmp_path):
     with pytest.raises(gguf_file.GGUFError, match=r"'glm4moe\.expert_group_used_count' = 2 must be at least 1 and "
                                                   r"fewer than 'glm4moe\.expert_group_count' = 2"):
         configs.load(p)
+
+
+def test_rope_freqs_only_where_the_loader_takes_it(tmp_path):
+    """rope_freqs (llama3-style factors) is created by llama.cpp's llama / deci / granite / exaone / ... loaders; in a
+    qwen3 file it is a tensor the loader never creates, which llama.cpp refuses ("wrong number of tensors"). glmbench
+    turned qwen3's rope by it."""
+    import numpy as np
+    factors = np.ones(8, np.float32)
+    for arch, mt, ok in (("llama", "llama", True), ("qwen3", "qwen3", False)):
+        cfg = configs.from_hf({**_LLAMA, "model_type": mt, "head_dim": 16}, "synth")
+        p = str(tmp_path / f"{arch}.gguf")
+        w = gguf.GGUFWriter(p, arch)
+        gguf_writer.add_metadata(w, arch, {**gguf_writer.gqa_meta(cfg), "attention.key_length": 16,
+                                           "attention.value_length": 16})
+        gguf_writer.add_zero_tensors(w, cfg, arch)
+        w.add_tensor("rope_freqs.weight", factors)
+        gguf_writer.finish(w)
+        if ok:
+            assert configs.load(p).rope_type == "freq_factors"
+        else:
+            with pytest.raises(gguf_file.GGUFError, match=r"tensor 'rope_freqs\.weight' .* is in a qwen3 file, whose "
+                                                          r"llama\.cpp loader does not take it"):
+                configs.load(p)

@@ -631,6 +631,9 @@ def hf_config(g: GGUFFile) -> dict:
     if arch in OUTPUT_REQUIRED and "output.weight" not in ts:
         raise GGUFError(f"{g.path}: tensor 'output.weight' is missing (llama.cpp's {arch} loader requires the output "
                         f"matrix: it does not tie it to token_embd)")
+    if "rope_freqs.weight" in ts and arch not in ROPE_FREQS_ARCHITECTURES:
+        raise GGUFError(f"{g.path}: tensor 'rope_freqs.weight' (llama3-style rope factors) is in a {arch} file, whose "
+                        f"llama.cpp loader does not take it (llama.cpp refuses the file: a tensor it does not create)")
     if "rope_freqs.weight" in ts and arch != "gemma4":   # (Gemma 4's: its proportional rope, read by _gemma4)
         # llama3-style rope scaling: the converter stores the per-pair frequency divisors as a
         # tensor (LlamaModel.generate_extra_tensors) and writes no rope.scaling keys; llama.cpp
@@ -1141,6 +1144,12 @@ def _afmoe(g: GGUFFile, m: _Meta, hf: dict, L: int, hd: int) -> dict:
               num_dense_layers=m("leading_dense_block_count", 0, minimum=0),
               route_scale=m("expert_weights_scale", 0.0, kind=float) or 1.0)
     return hf
+
+
+# llama.cpp's loaders that take a rope_freqs tensor (src/models/*.cpp: LLM_TENSOR_ROPE_FREQS, of the architectures
+# glmbench reads); in any other file it is a tensor the loader never creates, which llama.cpp refuses
+ROPE_FREQS_ARCHITECTURES = ("llama", "deci", "apertus", "arcee", "exaone", "exaone4", "falcon-h1", "gemma4", "granite",
+                            "granitemoe", "granitehybrid", "llama4", "mistral3")
 
 
 # llama.cpp's loaders that create output.weight required, with no fallback to token_embd (src/models/*.cpp
