@@ -910,8 +910,14 @@ def hf_config(g: GGUFFile) -> dict:
         hf.update(model_type=arch, embedding_multiplier=m("embedding_scale", 0.0, kind=float) or 1.0,
                   residual_multiplier=m("residual_scale", 0.0, kind=float) or 1.0,
                   attention_multiplier=m("attention.scale", 0.0, kind=float) or 1.0 / hd ** 0.5,
-                  logits_scaling=m("logit_scale", 0.0, kind=float) or 1.0)
-        if not m("rope.scaling.finetuned", True, kind=bool):
+                  logits_scaling=m("logit_scale", required=True, kind=float))
+        if not hf["logits_scaling"]:
+            # (granite.cpp's graph divides the logits by it unconditionally: llama.cpp requires the key, and 0
+            # makes every logit infinite)
+            raise GGUFError(f"{g.path}: metadata '{arch}.logit_scale' = 0: llama.cpp's {arch} divides the logits by it")
+        # (granite.cpp's loader takes rope.scaling.finetuned = false as rope off; granitemoe's never reads the key
+        # and always rotates, as HF's Granite MoE does)
+        if arch == "granite" and not m("rope.scaling.finetuned", True, kind=bool):
             raise GGUFError(f"{g.path}: metadata '{arch}.rope.scaling.finetuned' = false turns rope off in llama.cpp's "
                             f"{arch}; HF's Granite 3.x always rotates (not modelled)")
         if arch == "granitemoe":
