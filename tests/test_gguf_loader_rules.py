@@ -347,3 +347,24 @@ def test_rope_freqs_only_where_the_loader_takes_it(tmp_path):
             with pytest.raises(gguf_file.GGUFError, match=r"tensor 'rope_freqs\.weight' .* is in a qwen3 file, whose "
                                                           r"llama\.cpp loader does not take it"):
                 configs.load(p)
+
+
+def test_token_embd_rows_are_the_tokenizers_count(tmp_path):
+    """llama.cpp's n_vocab is the tokenizer's token count (LLAMA_LOAD_LOCALS: vocab.n_tokens()) and token_embd is
+    created {n_embd, n_vocab}: a file whose tokenizer lists another count than token_embd's rows does not load there.
+    glmbench priced the embedding's rows."""
+    for n, ok in ((128, True), (120, False)):
+        cfg = configs.from_hf(_LLAMA, "synth")
+        p = str(tmp_path / f"tok{n}.gguf")
+        w = gguf.GGUFWriter(p, "llama")
+        gguf_writer.add_metadata(w, "llama", gguf_writer.gqa_meta(cfg))
+        w.add_tokenizer_model("gpt2")
+        w.add_token_list([f"t{i}" for i in range(n)])
+        gguf_writer.add_zero_tensors(w, cfg, "llama")
+        gguf_writer.finish(w)
+        if ok:
+            assert configs.load(p).vocab_size == 128
+        else:
+            with pytest.raises(gguf_file.GGUFError, match=r"tensor 'token_embd\.weight' has 128 rows but the tokenizer "
+                                                          r"\('tokenizer\.ggml\.tokens'\) 120 tokens"):
+                configs.load(p)

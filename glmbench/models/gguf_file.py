@@ -579,6 +579,15 @@ def hf_config(g: GGUFFile) -> dict:
     if H < 1:
         raise GGUFError(f"{g.path}: metadata '{arch}.attention.head_count' is 0 on every layer")
     emb = ts.get("token_embd.weight")
+    tok = g._arrays.get("tokenizer.ggml.tokens")
+    n_tok = tok[1] if tok else (len(g.metadata["tokenizer.ggml.tokens"])
+                                if isinstance(g.metadata.get("tokenizer.ggml.tokens"), (tuple, list)) else None)
+    if n_tok is not None and emb is not None and len(emb.shape) == 2 and emb.shape[0] != n_tok:
+        # (llama.cpp sizes the vocabulary by the tokenizer, LLAMA_LOAD_LOCALS' n_vocab = vocab.n_tokens(), and creates
+        # token_embd {n_embd, n_vocab}: another row count is a tensor of the wrong shape there)
+        raise GGUFError(f"{g.path}: tensor 'token_embd.weight' has {emb.shape[0]:,} rows but the tokenizer "
+                        f"('tokenizer.ggml.tokens') {n_tok:,} tokens: llama.cpp sizes the vocabulary by the tokenizer "
+                        f"and refuses the file")
     V = m("vocab_size", minimum=1)
     if V is None:
         if emb is None:
