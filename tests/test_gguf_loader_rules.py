@@ -368,3 +368,21 @@ def test_token_embd_rows_are_the_tokenizers_count(tmp_path):
             with pytest.raises(gguf_file.GGUFError, match=r"tensor 'token_embd\.weight' has 128 rows but the tokenizer "
                                                           r"\('tokenizer\.ggml\.tokens'\) 120 tokens"):
                 configs.load(p)
+
+
+def test_ernie_moe_needs_its_interleave_step(tmp_path):
+    """ernie4-5.cpp reads interleave_moe_layer_step with get_key (required; the converter always writes it);
+    glmbench took 1 from a file without it."""
+    hc = dict(model_type="ernie4_5_moe", vocab_size=160, hidden_size=64, intermediate_size=96, num_hidden_layers=3,
+              num_attention_heads=4, num_key_value_heads=2, rms_norm_eps=1e-5, max_position_embeddings=4096,
+              moe_intermediate_size=32, moe_num_experts=4, moe_k=2, moe_num_shared_experts=2, moe_layer_start_index=1)
+    keys = {"expert_count": 4, "expert_used_count": 2, "expert_feed_forward_length": 32, "expert_shared_count": 2,
+            "leading_dense_block_count": 1, "interleave_moe_layer_step": 1, "feed_forward_length": 96}
+
+    def write(p, drop=()):
+        return gguf_writer.write_synth(p, hc, "ernie4_5-moe", keys, drop)
+
+    p = str(tmp_path / "ok.gguf")
+    want = write(p)
+    assert configs.load(p).moe_layers == want.moe_layers == (1, 2)
+    gguf_writer.check_required_keys(tmp_path, write, "ernie4_5-moe", ("interleave_moe_layer_step",))

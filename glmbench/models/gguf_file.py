@@ -989,6 +989,7 @@ def hf_config(g: GGUFFile) -> dict:
         # as expert_feed_forward_length (conversion/llama.py Llama4Model); the MoE layers are those with
         # experts (interleave_moe_layer_step); chunked attention as llama.cpp's loader sets it
         chunk = None if m("attention.sliding_window", LLAMA4_CHUNK, minimum=0) == 0 else LLAMA4_CHUNK
+        m("interleave_moe_layer_step", required=True, minimum=1)   # (llama.cpp's loader requires it; the tensors tell)
         hf.update(model_type="llama4_text", num_local_experts=m("expert_count", required=True, minimum=1),
                   num_experts_per_tok=m("expert_used_count", required=True, minimum=1),
                   intermediate_size=m("expert_feed_forward_length", required=True, minimum=1),
@@ -1006,7 +1007,7 @@ def hf_config(g: GGUFFile) -> dict:
         # the MoE layers: from leading_dense_block_count on, every interleave_moe_layer_step-th
         # (conversion/ernie.py); the shared experts' count, each of the experts' width
         start = m("leading_dense_block_count", 0, minimum=0)
-        every = m("interleave_moe_layer_step", 1, minimum=1)
+        every = m("interleave_moe_layer_step", required=True, minimum=1)   # (llama.cpp's get_key: required)
         hf.update(model_type="ernie4_5_moe", moe_num_experts=m("expert_count", required=True, minimum=1),
                   moe_k=m("expert_used_count", required=True, minimum=1),
                   moe_intermediate_size=m("expert_feed_forward_length", required=True, minimum=1),
@@ -1292,6 +1293,11 @@ def _hybrid(g: GGUFFile, m: _Meta, hf: dict, L: int, blocks: int, hd: int, rd: i
               layer_types=["linear_attention" if x else "full_attention" for x in linear],
               linear_conv_kernel_dim=K, linear_key_head_dim=dk, linear_value_head_dim=inner // Hv,
               linear_num_key_heads=Hk, linear_num_value_heads=Hv)
+    if arch in ("qwen35", "qwen35moe") and g.get(f"{arch}.rope.dimension_sections") is None:
+        # (qwen35.cpp / qwen35moe.cpp read the mrope sections with get_key_or_arr, required; on text tokens the rope
+        # is plain, so only their presence is checked)
+        raise GGUFError(f"{g.path}: metadata '{arch}.rope.dimension_sections' is missing ({arch} needs it: llama.cpp's "
+                        f"loader requires the rope sections)")
     if arch == "qwen35":
         hf["intermediate_size"] = m("feed_forward_length", required=True, minimum=1)
         return hf
@@ -1868,7 +1874,9 @@ def _gemma4(g: GGUFFile, m: _Meta, hf: dict, L: int) -> dict:
                         f"{kv_g} KV heads ({kkey!r})")
     for k, want, of in (("attention.value_length", hd_g, "attention.key_length"),
                         ("attention.value_length_swa", hd, "attention.key_length_swa")):
-        v = m(k, minimum=1)
+        # (value_length defaults to embedding_length / head_count in load_hparams; gemma4.cpp reads
+        # value_length_swa with get_key, required)
+        v = m(k, minimum=1, required=k == "attention.value_length_swa")
         if v is not None and v != want:
             raise GGUFError(f"{p}: metadata '{arch}.{k}' = {v} differs from '{arch}.{of}' = {want} (Gemma 4's "
                             f"values are as wide as its keys; llama.cpp refuses it too)")
