@@ -386,3 +386,19 @@ def test_ernie_moe_needs_its_interleave_step(tmp_path):
     want = write(p)
     assert configs.load(p).moe_layers == want.moe_layers == (1, 2)
     gguf_writer.check_required_keys(tmp_path, write, "ernie4_5-moe", ("interleave_moe_layer_step",))
+
+
+def test_gpt_oss_window_pattern_as_flags(tmp_path):
+    """openai-moe.cpp reads its windows through load_swa_pattern too (flags per layer, or a period, default 2);
+    glmbench refused a file with flags."""
+    flags = [False, True, True, False]
+    hc = dict(model_type="gpt_oss", vocab_size=128, hidden_size=64, num_hidden_layers=4, num_attention_heads=4,
+              num_key_value_heads=2, head_dim=16, num_local_experts=4, num_experts_per_tok=2, intermediate_size=32,
+              sliding_window=8, rms_norm_eps=1e-5, max_position_embeddings=4096,
+              layer_types=["sliding_attention" if f else "full_attention" for f in flags])
+    keys = {"attention.sliding_window": 8, "attention.key_length": 16, "attention.value_length": 16,
+            "expert_count": 4, "expert_used_count": 2, "expert_feed_forward_length": 32,
+            "attention.sliding_window_pattern": flags}
+    p = str(tmp_path / "flags.gguf")
+    gguf_writer.write_synth(p, hc, "gpt-oss", keys)
+    assert configs.load(p).windowed_layers == (1, 2)

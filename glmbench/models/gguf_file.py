@@ -814,12 +814,12 @@ def hf_config(g: GGUFFile) -> dict:
         # llama.cpp's openai-moe: every layer MoE (expert_count experts of expert_feed_forward_length,
         # biased router and experts, attention sinks), windows on layers 0, 2, 4... (pattern 2)
         sw = m("attention.sliding_window", required=True, minimum=1)
-        pat = m("attention.sliding_window_pattern", 2, minimum=1)
+        windowed, _ = _swa_pattern(g, m, L, 2)   # (load_swa_pattern: one flag per layer, or a period, default 2)
         hf.update(model_type="gpt_oss", num_local_experts=m("expert_count", required=True, minimum=1),
                   num_experts_per_tok=m("expert_used_count", required=True, minimum=1),
                   intermediate_size=m("expert_feed_forward_length", required=True, minimum=1),
                   sliding_window=sw, attention_bias=True,
-                  layer_types=["sliding_attention" if i % pat < pat - 1 else "full_attention" for i in range(L)])
+                  layer_types=["sliding_attention" if w else "full_attention" for w in windowed])
         if isinstance(hf.get("rope_scaling"), dict) and hf["rope_scaling"].get("rope_type") == "yarn":
             hf["rope_scaling"]["truncate"] = False   # HF's gpt-oss YaRN (the converter writes no key for it)
         return hf
