@@ -350,7 +350,9 @@ def gguf_tensor_name(name: str) -> tuple[str, int | None]:
     tensor name: "model.layers.3.self_attn.v_proj.weight" -> ("attn_v.weight", 3),
     "lm_head.weight" -> ("output.weight", None); a GGUF name passes ("blk.3.attn_v.weight")."""
     top = {"model.embed_tokens.weight": "token_embd.weight", "lm_head.weight": "output.weight",
-           "model.norm.weight": "output_norm.weight"}
+           "model.norm.weight": "output_norm.weight",
+           # (Gemma 3n / 4's per-layer embedding table: gguf-py's PER_LAYER_TOKEN_EMBD)
+           "model.embed_tokens_per_layer.weight": "per_layer_token_embd.weight"}
     if name in top:
         return top[name], None
     for prefix in ("model.layers.", "blk."):
@@ -393,13 +395,15 @@ def mix_type(mix: Mix, name: str, shape, ctx: TensorContext) -> Format:
     if gn == "output.weight" or (not ctx.has_output and gn == "token_embd.weight"):
         if ft == "MXFP4_MOE" or nx % g[t].block:
             t = "q8_0"
-        elif iq12:
+        elif iq12 or ft == "IQ3_XXS":   # (the output's list holds IQ3_XXS too, unlike the layers' iq12 one)
             t = "q5_K"
         elif t != "q8_0":
             t = "q6_K"
     elif ft == "MXFP4_MOE":
         t = "mxfp4" if len(shape) > 2 and shape[0] > 1 else "q8_0"
-    elif gn == "token_embd.weight":
+    elif gn in ("token_embd.weight", "per_layer_token_embd.weight"):
+        # (Gemma 3n / 4's per-layer table takes token_embd's rule, never the tied output's: 2025's
+        # `name == "token_embd.weight" || name == "per_layer_token_embd.weight"`)
         if ft in ("IQ2_XXS", "IQ2_XS", "IQ1_S", "IQ1_M"):
             t = "q2_K"
         elif ft in ("IQ2_S", "IQ2_M", "IQ3_XXS"):

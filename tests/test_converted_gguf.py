@@ -387,6 +387,10 @@ def test_priced_family_files_predict_and_are_refused_by_the_forward_pass(tmp):
         assert cm.decode(s, 4096).seconds > 0 and cm.prefill(s, 512, 0).seconds > 0
         if family == "llama4_text":   # llama.cpp's 8192-token chunks on three of every four layers
             assert cfg.window_chunked and cfg.sliding_window == 8192 and cfg.windowed_layers == (0, 1, 2)
+            # (llama4.cpp reads interleave_moe_layer_step with get_key: a file without it does not load)
+            g = gguf_file.read(files["q8_0"])
+            with pytest.raises(gguf_file.GGUFError, match=r"'llama4\.interleave_moe_layer_step' is missing"):
+                lc.hf_config_with(g, dict(g.metadata), interleave_moe_layer_step=None)
         with pytest.raises(ValueError, match="priced, not run"):
             checkpoint.load_model(files["f16"])
 
@@ -528,7 +532,9 @@ def test_hybrid_file_layer_flags_and_missing_keys(tmp):
         hf_with(**{rec: np.array([True, False, True, False])})
     with pytest.raises(gguf_file.GGUFError, match="at least one full-attention layer"):
         hf_with(**{rec: np.array([True] * 4 + [False])})
-    for k in ("ssm.conv_kernel", "ssm.state_size", "ssm.group_count", "ssm.time_step_rank", "ssm.inner_size"):
+    # (rope.dimension_sections: qwen35.cpp's get_key_or_arr, required)
+    for k in ("ssm.conv_kernel", "ssm.state_size", "ssm.group_count", "ssm.time_step_rank", "ssm.inner_size",
+              "rope.dimension_sections"):
         with pytest.raises(gguf_file.GGUFError, match=f"'qwen35.{k}' is missing"):
             hf_with(**{k: None})
     with pytest.raises(gguf_file.GGUFError, match="ssm.inner_size' = 62 is not a multiple"):

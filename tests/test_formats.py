@@ -191,10 +191,9 @@ def test_a_hybrids_linear_layers_in_a_mix():
 # HF names that vocab.gguf_tensor_name leaves as they are where gguf-py maps them, on purpose: Qwen3-Next's fused
 # in_proj_qkvz, which the converter splits into attn_qkv + attn_gate (conversion/qwen.py), priced as one attn_qkv
 # (vocab._HF_TO_GGUF); Gemma 3n / 4's AltUp, LAuReL and per-layer-input matrices, which no rule of
-# llama-quant.cpp names but "altup" / "laurel" / "per_layer_model_proj" (vocab.NEVER_QUANTIZED) and, by build,
-# per_layer_token_embd (as token_embd from mid-2025; as the tied output in 2026 builds: not modelled).
-_NAME_EXCEPTIONS = {"linear_attn.in_proj_qkvz.weight", "per_layer_input_gate.weight", "per_layer_projection.weight",
-                    "model.embed_tokens_per_layer.weight"}
+# llama-quant.cpp names but "altup" / "laurel" / "per_layer_model_proj" (vocab.NEVER_QUANTIZED). (per_layer_token_embd
+# is named: llama-quant's token_embd rule takes it, mid-2025's as token_embd, 2026's as the tied output.)
+_NAME_EXCEPTIONS = {"linear_attn.in_proj_qkvz.weight", "per_layer_input_gate.weight", "per_layer_projection.weight"}
 
 
 def test_tensor_names_agree_with_gguf_py_for_every_builtin():

@@ -127,8 +127,13 @@ def test_gemma_written_file_reads_as_its_config(tmp_path):
     assert fw.extra_bytes == fw.skipped_bytes == 0
     # without key_length the head is embedding_length / head_count (16 here), which the tensors contradict
     q = str(tmp_path / "nokey.gguf")
-    gguf_writer.write_zero_file(q, want, "gemma", _gemma_meta(want), drop=("attention.key_length",))
+    gguf_writer.write_zero_file(q, want, "gemma", _gemma_meta(want), drop=("attention.key_length", "attention.value_length"))
     with pytest.raises(gguf_file.GGUFError, match="attn_q"):
+        configs.load(q)
+    # and with value_length kept (32), the value head unlike that key head: named by its keys
+    gguf_writer.write_zero_file(q, want, "gemma", _gemma_meta(want), drop=("attention.key_length",))
+    with pytest.raises(gguf_file.GGUFError, match=r"'gemma\.attention\.value_length' = 32 differs from the key head "
+                                                  r"dim 16"):
         configs.load(q)
 
 

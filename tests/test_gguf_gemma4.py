@@ -300,13 +300,16 @@ def test_written_file_missing_key_is_named(tmp_path, case, key):
 
 def test_written_file_defaults_as_llama_cpp(tmp_path):
     """Keys llama.cpp defaults: freq_base_swa (to freq_base), head_count_kv (to head_count), shared_kv_layers (0),
-    the value lengths (the key lengths), the soft-cap (none)."""
+    the global layers' value length (the key length), the soft-cap (none); value_length_swa it requires
+    (gemma4.cpp: get_key)."""
     p = str(tmp_path / "e2b.gguf")
     _write(p, _SYNTH["e2b"])
     g = gguf_file.read(p)
     base = dict(g.metadata)
     hf = lc.hf_config_with(g, base, **{"rope.freq_base_swa": None, "final_logit_softcapping": None,
-                                       "attention.value_length": None, "attention.value_length_swa": None})
+                                       "attention.value_length": None})
+    with pytest.raises(gguf_file.GGUFError, match=r"'gemma4\.attention\.value_length_swa' is missing"):
+        lc.hf_config_with(g, base, **{"attention.value_length_swa": None})
     assert hf["rope_parameters"]["sliding_attention"]["rope_theta"] == 1e6 and hf["final_logit_softcapping"] is None
     hf = lc.hf_config_with(g, base, **{"attention.head_count_kv": None})
     assert hf["num_key_value_heads"] == 4

@@ -56,12 +56,16 @@ def test_written_file_reads_as_its_config(tmp_path, arch):
 
 def test_granite_file_without_the_scale_keys_takes_llama_cpps_defaults(tmp_path):
     p = str(tmp_path / "g.gguf")
-    _write(p, "granite", _SYNTH["granite"], drop=("attention.scale", "embedding_scale", "residual_scale",
-                                                   "logit_scale"))
+    _write(p, "granite", _SYNTH["granite"], drop=("attention.scale", "embedding_scale", "residual_scale"))
     cfg = configs.load(p)
-    # (src/models/granite.cpp: kq_scale 1 / sqrt(head dim) where attention.scale is 0; the others off)
+    # (src/models/granite.cpp: kq_scale 1 / sqrt(head dim) where attention.scale is 0; the others off; logit_scale
+    # required: get_key without a default)
     assert (cfg.embedding_multiplier, cfg.residual_multiplier, cfg.attention_scale, cfg.logit_scale) == \
-        (1.0, 1.0, 0.25, 1.0)
+        (1.0, 1.0, 0.25, 0.125)
+    # granite-moe.cpp never reads rope.scaling.finetuned (its layers always rotate): false is read, not refused
+    q = str(tmp_path / "gm.gguf")
+    _write(q, "granitemoe", _SYNTH["granitemoe"], **{"rope.scaling.finetuned": False})
+    assert configs.load(q).rope_dim == configs.load(q).head_dim
 
 
 @pytest.mark.parametrize("arch,key,extra,match", [
@@ -70,6 +74,10 @@ def test_granite_file_without_the_scale_keys_takes_llama_cpps_defaults(tmp_path)
     ("granitemoe", "expert_used_count", {}, "'granitemoe.expert_used_count' is missing"),
     ("granitemoe", None, {"expert_shared_feed_forward_length": 48}, "granitemoeshared"),
     ("granite", None, {"rope.scaling.finetuned": False}, "rope.scaling.finetuned"),
+    # (granite.cpp / granite-moe.cpp read logit_scale required and divide the logits by it)
+    ("granite", "logit_scale", {}, "'granite.logit_scale' is missing"),
+    ("granitemoe", "logit_scale", {}, "'granitemoe.logit_scale' is missing"),
+    ("granite", None, {"logit_scale": 0.0}, r"'granite\.logit_scale' = 0: llama\.cpp's granite divides the logits"),
 ])
 def test_written_file_errors_name_the_key(tmp_path, arch, key, extra, match):
     p = str(tmp_path / "bad.gguf")

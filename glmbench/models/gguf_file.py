@@ -550,40 +550,99 @@ def hf_config(g: GGUFFile) -> dict:
         raise GGUFError(f"{g.path}: metadata '{arch}.block_count' = {blocks} leaves no decoder layer after the "
                         f"'{arch}.nextn_predict_layers' = {nextn} multi-token-prediction layers")
     D = m("embedding_length", required=True, minimum=1)
+    groups = m("expert_group_count", 0, minimum=0)
+    if groups > 1:
+        # llama.cpp's load_hparams asserts these (an abort, not a load): the experts split evenly into the groups,
+        # at least one group and fewer than all of them chosen
+        E, used = m("expert_count", minimum=0), m("expert_group_used_count", 0, minimum=0)
+        if E is not None and (E % groups or groups >= E):   # (no expert_count: named missing by the family's reader)
+            raise GGUFError(f"{g.path}: metadata '{arch}.expert_group_count' = {groups} does not split "
+                            f"'{arch}.expert_count' = {E} experts into groups (llama.cpp's loader asserts it does)")
+        if not 0 < used < groups:
+            raise GGUFError(f"{g.path}: metadata '{arch}.expert_group_used_count' = {used} must be at least 1 and "
+                            f"fewer than '{arch}.expert_group_count' = {groups} (llama.cpp's loader asserts it)")
+    if arch in ("llama", "deci"):
+        # llama.cpp's load_hparams refuses a llama / deci file that rotates part of the head ("invalid n_rot")
+        h0 = g.metadata.get(f"{arch}.attention.head_count")
+        h0 = int(np.asarray(h0).reshape(-1)[0]) if isinstance(h0, (np.ndarray, int, np.integer)) and \
+            np.asarray(h0).size else 0
+        rot = m("rope.dimension_count")
+        if h0 > 0 and rot is not None:
+            k_len = m("attention.key_length") or D // h0
+            if rot != k_len:
+                raise GGUFError(f"{g.path}: metadata '{arch}.rope.dimension_count' = {rot} is not the head dim {k_len} "
+                                f"('{arch}.attention.key_length', else embedding_length / head_count): llama.cpp's "
+                                f"{arch} loader refuses it (invalid n_rot; {arch} rotates the whole head)")
     # (deci: head_count per layer, 0 on the attention-free layers: the query heads are the largest)
     H = m("attention.head_count", required=True, minimum=1) if arch != "deci" else \
         max(_layer_ints(g, "attention.head_count", blocks))
     if H < 1:
         raise GGUFError(f"{g.path}: metadata '{arch}.attention.head_count' is 0 on every layer")
     emb = ts.get("token_embd.weight")
+    tok = g._arrays.get("tokenizer.ggml.tokens")
+    n_tok = tok[1] if tok else (len(g.metadata["tokenizer.ggml.tokens"])
+                                if isinstance(g.metadata.get("tokenizer.ggml.tokens"), (tuple, list)) else None)
+    if n_tok is not None and emb is not None and len(emb.shape) == 2 and emb.shape[0] != n_tok:
+        # (llama.cpp sizes the vocabulary by the tokenizer, LLAMA_LOAD_LOCALS' n_vocab = vocab.n_tokens(), and creates
+        # token_embd {n_embd, n_vocab}: another row count is a tensor of the wrong shape there)
+        raise GGUFError(f"{g.path}: tensor 'token_embd.weight' has {emb.shape[0]:,} rows but the tokenizer "
+                        f"('tokenizer.ggml.tokens') {n_tok:,} tokens: llama.cpp sizes the vocabulary by the tokenizer "
+                        f"and refuses the file")
     V = m("vocab_size", minimum=1)
     if V is None:
         if emb is None:
             raise GGUFError(f"{g.path}: neither metadata '{arch}.vocab_size' nor tensor 'token_embd.weight' gives "
                             f"the vocabulary size")
         V = emb.shape[0]
+    # (llama.cpp's loaders read the RMS epsilon with get_key, required, but where a family's norms are LayerNorms:
+    # Cohere's, Nemotron's, Nemotron-H's, read there)
+    own_eps = arch in ("command-r", "cohere2", "nemotron", "nemotron_h", "nemotron_h_moe")
     hf = {"_name_or_path": g.get("general.name") or os.path.splitext(os.path.basename(g.path))[0],
           "num_hidden_layers": L, "hidden_size": D, "num_attention_heads": H, "vocab_size": V,
-          "rms_norm_eps": m("attention.layer_norm_rms_epsilon", 1e-6, kind=float),
+          "rms_norm_eps": m("attention.layer_norm_rms_epsilon", 1e-6 if own_eps else None, required=not own_eps,
+                            kind=float),
           "rope_theta": m("rope.freq_base", 10000.0, kind=float),
           "tie_word_embeddings": "output.weight" not in ts,
           # (llama.cpp's loader requires it: a file without it does not load)
           "max_position_embeddings": m("context_length", required=True, minimum=1), "hidden_act": "silu",
           "gguf_architecture": arch, "num_nextn_predict_layers": nextn}
+    # rope scaling as llama.cpp's load_hparams reads it: the factor from rope.scaling.factor, else the old key
+    # rope.scale_linear; the type from rope.scaling.type, "linear" where the file states none (a factor alone is
+    # linear scaling there); a type llama.cpp does not know (none / linear / yarn / longrope) it refuses (an assert)
     st = m("rope.scaling.type", kind=str)
+    factor = m("rope.scaling.factor", kind=float)
+    if factor is None:
+        factor = m("rope.scale_linear", kind=float)
+    if st is None and factor not in (None, 0.0, 1.0):
+        st = "linear"
+    if st is not None and st not in ("none", "linear", "yarn", "longrope"):
+        raise GGUFError(f"{g.path}: metadata '{arch}.rope.scaling.type' = {st!r} is not a rope scaling llama.cpp knows "
+                        f"(none, linear, yarn, longrope)")
     if st and st != "none":
-        rs = {"rope_type": st, "factor": m("rope.scaling.factor", 1.0, kind=float)}
+        rs = {"rope_type": st, "factor": factor or 1.0}
         orig = m("rope.scaling.original_context_length")
         if orig:
             rs["original_max_position_embeddings"] = orig
         lm = m("rope.scaling.yarn_log_multiplier", kind=float)
-        if lm:  # the converter writes 0.1 * mscale_all_dim (DeepSeek: mscale == mscale_all_dim)
+        if lm and (arch == "deepseek2" or arch in DSA_ARCHITECTURES):
+            # DeepSeek's converter writes 0.1 * mscale_all_dim, which its loader divides by 0.1 again, and takes
+            # mscale == mscale_all_dim (llama-context.cpp's TAG_DEEPSEEK2_YARN_LOG_MUL_FIX)
             rs["mscale"] = rs["mscale_all_dim"] = lm / 0.1
+        elif lm and arch == "mistral3":
+            # Ministral 3's: mscale_all_dim as it is (conversion/mistral3.py), mscale 1 (llama-context.cpp);
+            # llama.cpp's other loaders never read the key
+            rs["mscale_all_dim"], rs["mscale"] = lm, 1.0
         for k in ("beta_fast", "beta_slow"):
             v = m(f"rope.scaling.yarn_{k}", kind=float)
             if v:
                 rs[k] = v
         hf["rope_scaling"] = rs
+    if arch in OUTPUT_REQUIRED and "output.weight" not in ts:
+        raise GGUFError(f"{g.path}: tensor 'output.weight' is missing (llama.cpp's {arch} loader requires the output "
+                        f"matrix: it does not tie it to token_embd)")
+    if "rope_freqs.weight" in ts and arch not in ROPE_FREQS_ARCHITECTURES:
+        raise GGUFError(f"{g.path}: tensor 'rope_freqs.weight' (llama3-style rope factors) is in a {arch} file, whose "
+                        f"llama.cpp loader does not take it (llama.cpp refuses the file: a tensor it does not create)")
     if "rope_freqs.weight" in ts and arch != "gemma4":   # (Gemma 4's: its proportional rope, read by _gemma4)
         # llama3-style rope scaling: the converter stores the per-pair frequency divisors as a
         # tensor (LlamaModel.generate_extra_tensors) and writes no rope.scaling keys; llama.cpp
@@ -624,8 +683,8 @@ def hf_config(g: GGUFFile) -> dict:
                   qk_rope_head_dim=Dr, qk_nope_head_dim=qk - Dr, v_head_dim=Dv, num_key_value_heads=H,
                   n_routed_experts=m("expert_count", required=True), num_experts_per_tok=m("expert_used_count", required=True),
                   moe_intermediate_size=m("expert_feed_forward_length", required=True),
-                  n_shared_experts=m("expert_shared_count", 0), first_k_dense_replace=m("leading_dense_block_count", 0),
-                  routed_scaling_factor=m("expert_weights_scale", 1.0, kind=float),
+                  n_shared_experts=_shared_experts(g, m), first_k_dense_replace=m("leading_dense_block_count", 0),
+                  routed_scaling_factor=m("expert_weights_scale", 0.0, kind=float) or 1.0,   # (llama.cpp: 0 unscaled)
                   norm_topk_prob=m("expert_weights_norm", False, kind=bool), n_group=n_group,
                   topk_group=m("expert_group_used_count", 1) or 1,
                   attention_bias=blk(0, "attn_kv_a_mqa").replace("weight", "bias") in ts)
@@ -657,14 +716,25 @@ def hf_config(g: GGUFFile) -> dict:
                   moe_intermediate_size=m("expert_feed_forward_length", required=True))
         dense = [i for i in range(L) if blk(i, "ffn_gate_exps") not in ts]
         if arch == "qwen3moe":
-            # llama.cpp's qwen3moe graph always renormalises the top-k weights
+            # llama.cpp's qwen3moe graph always renormalises the top-k weights (build_moe_ffn's norm_w true; its
+            # loader never reads expert_weights_norm, which the converter does not write)
+            if not m("expert_weights_norm", True, kind=bool):
+                _notice(hf, f"{g.path}: metadata 'qwen3moe.expert_weights_norm' = false is not read: llama.cpp's "
+                            f"qwen3moe always renormalises the top-k weights, and so does glmbench")
             hf.update(model_type="qwen3_moe", num_experts=E, decoder_sparse_step=1, mlp_only_layers=dense,
-                      norm_topk_prob=m("expert_weights_norm", True, kind=bool))
+                      norm_topk_prob=True)
         else:
-            hf.update(model_type="glm4_moe", n_routed_experts=E, n_shared_experts=m("expert_shared_count", 0),
+            # llama.cpp's glm4moe (src/models/glm4-moe.cpp): sigmoid where expert_gating_func is absent or 2 (a
+            # softmax router is not GLM-4.5's: refused), the top-k weights renormalised only where
+            # expert_weights_norm says so (absent: false, as its loader leaves it)
+            gating = m("expert_gating_func", 0)
+            if gating not in (0, 2):
+                raise GGUFError(f"{g.path}: metadata 'glm4moe.expert_gating_func' = {gating} is not 2 (sigmoid): "
+                                f"GLM-4.5's router is sigmoid with a score-correction bias")
+            hf.update(model_type="glm4_moe", n_routed_experts=E, n_shared_experts=_shared_experts(g, m),
                       first_k_dense_replace=m("leading_dense_block_count", 0),
-                      routed_scaling_factor=m("expert_weights_scale", 1.0, kind=float),
-                      norm_topk_prob=m("expert_weights_norm", True, kind=bool),
+                      routed_scaling_factor=m("expert_weights_scale", 0.0, kind=float) or 1.0,
+                      norm_topk_prob=m("expert_weights_norm", False, kind=bool),
                       n_group=m("expert_group_count", 1) or 1, topk_group=m("expert_group_used_count", 1) or 1,
                       use_qk_norm=blk(0, "attn_q_norm") in ts)
         return hf
@@ -689,7 +759,7 @@ def hf_config(g: GGUFFile) -> dict:
         hf.update(model_type="dots1", head_dim=hd, n_routed_experts=m("expert_count", required=True, minimum=1),
                   num_experts_per_tok=m("expert_used_count", required=True, minimum=1),
                   moe_intermediate_size=m("expert_feed_forward_length", required=True, minimum=1),
-                  n_shared_experts=m("expert_shared_count", required=True, minimum=0),
+                  n_shared_experts=_shared_experts(g, m),
                   first_k_dense_replace=m("leading_dense_block_count", 0, minimum=0),
                   routed_scaling_factor=m("expert_weights_scale", 0.0, kind=float) or 1.0,
                   norm_topk_prob=m("expert_weights_norm", False, kind=bool),
@@ -702,16 +772,17 @@ def hf_config(g: GGUFFile) -> dict:
         # default 10000 when absent); final_logit_softcapping when present. The converter adds 1 to
         # every norm weight (Gemma3RMSNorm's 1 + w), which models/checkpoint.py takes off again.
         sw = m("attention.sliding_window", minimum=0)
-        pat = m("attention.sliding_window_pattern", 6, minimum=0)
         if emb is not None:   # the converter drops the embedding rows past the tokenizer's vocabulary
             hf["vocab_size"] = emb.shape[0]
         # llama.cpp's attention scale: 1/sqrt(embedding_length / head_count) for the 27B (62 layers), else 1/sqrt(head dim)
         hf.update(model_type="gemma3_text", head_dim=hd, query_pre_attn_scalar=D // H if L == 62 else hd,
                   hidden_activation="gelu_pytorch_tanh", rope_local_base_freq=m("rope.freq_base_swa", 10000.0, kind=float))
         if sw:
-            hf.update(sliding_window=sw, sliding_window_pattern=pat,
-                      layer_types=["sliding_attention" if pat == 0 or i % pat < pat - 1 else "full_attention"
-                                   for i in range(L)])
+            # (load_swa_pattern: one flag per layer, or a period, default 6)
+            windowed, pat = _swa_pattern(g, m, L, 6)
+            hf.update(sliding_window=sw, layer_types=["sliding_attention" if w else "full_attention" for w in windowed])
+            if pat is not None:
+                hf["sliding_window_pattern"] = pat
         else:
             hf.update(sliding_window=None, layer_types=["full_attention"] * L)
         cap = m("final_logit_softcapping", kind=float)
@@ -732,23 +803,23 @@ def hf_config(g: GGUFFile) -> dict:
         if emb is not None:
             hf["vocab_size"] = emb.shape[0]
         sw = m("attention.sliding_window", 4096, minimum=1)
-        pat = m("attention.sliding_window_pattern", 2, minimum=1)
+        windowed, _ = _swa_pattern(g, m, L, 2)   # (load_swa_pattern: one flag per layer, or a period, default 2)
         hf.update(model_type="gemma2", head_dim=hd, query_pre_attn_scalar=D // H if L == 46 else hd,
                   hidden_activation="gelu_pytorch_tanh", sliding_window=sw,
                   attn_logit_softcapping=m("attn_logit_softcapping", 50.0, kind=float) or None,
                   final_logit_softcapping=m("final_logit_softcapping", 30.0, kind=float) or None,
-                  layer_types=["sliding_attention" if i % pat < pat - 1 else "full_attention" for i in range(L)])
+                  layer_types=["sliding_attention" if w else "full_attention" for w in windowed])
         return hf
     if arch == "gpt-oss":
         # llama.cpp's openai-moe: every layer MoE (expert_count experts of expert_feed_forward_length,
         # biased router and experts, attention sinks), windows on layers 0, 2, 4... (pattern 2)
         sw = m("attention.sliding_window", required=True, minimum=1)
-        pat = m("attention.sliding_window_pattern", 2, minimum=1)
+        windowed, _ = _swa_pattern(g, m, L, 2)   # (load_swa_pattern: one flag per layer, or a period, default 2)
         hf.update(model_type="gpt_oss", num_local_experts=m("expert_count", required=True, minimum=1),
                   num_experts_per_tok=m("expert_used_count", required=True, minimum=1),
                   intermediate_size=m("expert_feed_forward_length", required=True, minimum=1),
                   sliding_window=sw, attention_bias=True,
-                  layer_types=["sliding_attention" if i % pat < pat - 1 else "full_attention" for i in range(L)])
+                  layer_types=["sliding_attention" if w else "full_attention" for w in windowed])
         if isinstance(hf.get("rope_scaling"), dict) and hf["rope_scaling"].get("rope_type") == "yarn":
             hf["rope_scaling"]["truncate"] = False   # HF's gpt-oss YaRN (the converter writes no key for it)
         return hf
@@ -848,8 +919,14 @@ def hf_config(g: GGUFFile) -> dict:
         hf.update(model_type=arch, embedding_multiplier=m("embedding_scale", 0.0, kind=float) or 1.0,
                   residual_multiplier=m("residual_scale", 0.0, kind=float) or 1.0,
                   attention_multiplier=m("attention.scale", 0.0, kind=float) or 1.0 / hd ** 0.5,
-                  logits_scaling=m("logit_scale", 0.0, kind=float) or 1.0)
-        if not m("rope.scaling.finetuned", True, kind=bool):
+                  logits_scaling=m("logit_scale", required=True, kind=float))
+        if not hf["logits_scaling"]:
+            # (granite.cpp's graph divides the logits by it unconditionally: llama.cpp requires the key, and 0
+            # makes every logit infinite)
+            raise GGUFError(f"{g.path}: metadata '{arch}.logit_scale' = 0: llama.cpp's {arch} divides the logits by it")
+        # (granite.cpp's loader takes rope.scaling.finetuned = false as rope off; granitemoe's never reads the key
+        # and always rotates, as HF's Granite MoE does)
+        if arch == "granite" and not m("rope.scaling.finetuned", True, kind=bool):
             raise GGUFError(f"{g.path}: metadata '{arch}.rope.scaling.finetuned' = false turns rope off in llama.cpp's "
                             f"{arch}; HF's Granite 3.x always rotates (not modelled)")
         if arch == "granitemoe":
@@ -885,6 +962,13 @@ def hf_config(g: GGUFFile) -> dict:
         if eps is None:
             raise GGUFError(f"{g.path}: metadata 'nemotron.attention.layer_norm_epsilon' is missing (llama.cpp's "
                             f"nemotron loader requires it)")
+        if H * hd != D:
+            # (llama.cpp's nemotron loader creates attn_q and attn_output {n_embd, n_embd}: a file whose heads x head
+            # dim is not the hidden size, Minitron-8B's shape, has tensors of the wrong shape there, and its
+            # converter writes the rotated dims from hidden / heads, not head_dim)
+            raise GGUFError(f"{g.path}: metadata 'nemotron.attention.head_count' = {H} x 'nemotron.attention.key_length' "
+                            f"= {hd} is not 'nemotron.embedding_length' = {D}: llama.cpp's nemotron loader requires "
+                            f"heads x head dim = hidden size (attn_q and attn_output are hidden x hidden)")
         hf.update(model_type="nemotron", hidden_act="relu2", norm_eps=eps, head_dim=hd,
                   partial_rotary_factor=(rd or hd) / hd, mlp_bias=blk(0, "ffn_up").replace("weight", "bias") in ts)
         hf.pop("rms_norm_eps", None)
@@ -905,6 +989,7 @@ def hf_config(g: GGUFFile) -> dict:
         # as expert_feed_forward_length (conversion/llama.py Llama4Model); the MoE layers are those with
         # experts (interleave_moe_layer_step); chunked attention as llama.cpp's loader sets it
         chunk = None if m("attention.sliding_window", LLAMA4_CHUNK, minimum=0) == 0 else LLAMA4_CHUNK
+        m("interleave_moe_layer_step", required=True, minimum=1)   # (llama.cpp's loader requires it; the tensors tell)
         hf.update(model_type="llama4_text", num_local_experts=m("expert_count", required=True, minimum=1),
                   num_experts_per_tok=m("expert_used_count", required=True, minimum=1),
                   intermediate_size=m("expert_feed_forward_length", required=True, minimum=1),
@@ -922,7 +1007,7 @@ def hf_config(g: GGUFFile) -> dict:
         # the MoE layers: from leading_dense_block_count on, every interleave_moe_layer_step-th
         # (conversion/ernie.py); the shared experts' count, each of the experts' width
         start = m("leading_dense_block_count", 0, minimum=0)
-        every = m("interleave_moe_layer_step", 1, minimum=1)
+        every = m("interleave_moe_layer_step", required=True, minimum=1)   # (llama.cpp's get_key: required)
         hf.update(model_type="ernie4_5_moe", moe_num_experts=m("expert_count", required=True, minimum=1),
                   moe_k=m("expert_used_count", required=True, minimum=1),
                   moe_intermediate_size=m("expert_feed_forward_length", required=True, minimum=1),
@@ -1077,6 +1162,35 @@ def _afmoe(g: GGUFFile, m: _Meta, hf: dict, L: int, hd: int) -> dict:
     return hf
 
 
+# llama.cpp's loaders that take a rope_freqs tensor (src/models/*.cpp: LLM_TENSOR_ROPE_FREQS, of the architectures
+# glmbench reads); in any other file it is a tensor the loader never creates, which llama.cpp refuses
+ROPE_FREQS_ARCHITECTURES = ("llama", "deci", "apertus", "arcee", "exaone", "exaone4", "falcon-h1", "gemma4", "granite",
+                            "granitemoe", "granitehybrid", "llama4", "mistral3")
+
+
+# llama.cpp's loaders that create output.weight required, with no fallback to token_embd (src/models/*.cpp
+# load_arch_tensors: flags 0): a file without it does not load
+OUTPUT_REQUIRED = ("gpt-oss", "minimax-m2", "qwen2moe", "olmoe", "olmo2", "apertus", "phimoe", "dots1", "nemotron")
+
+
+# llama.cpp's loaders that create the shared experts' tensors on every MoE layer whatever expert_shared_count says
+# (src/models/deepseek2.cpp, glm-dsa.cpp, deepseek32.cpp, dots1.cpp: {n_embd, n_ff_exp x n_expert_shared}, required):
+# a count of 0 there is a file llama.cpp refuses ("tensor ... not found" or "wrong shape")
+SHARED_EXPERT_REQUIRED = ("deepseek2", "glm-dsa", "deepseek32", "dots1")
+
+
+def _shared_experts(g: GGUFFile, m: _Meta) -> int:
+    """expert_shared_count, required as llama.cpp's loaders of deepseek2 / glm-dsa / deepseek32 / glm4moe / dots1 /
+    afmoe require it (get_key), and at least 1 where the loader creates the shared experts' tensors unconditionally
+    (SHARED_EXPERT_REQUIRED)."""
+    arch = g.architecture
+    n = m("expert_shared_count", required=True, minimum=0)
+    if n == 0 and arch in SHARED_EXPERT_REQUIRED:
+        raise GGUFError(f"{g.path}: metadata '{arch}.expert_shared_count' = 0: llama.cpp's {arch} loader requires the "
+                        f"shared experts' tensors (ffn_*_shexp) on every MoE layer, {arch} has at least one")
+    return n
+
+
 def _rows_of(g: GGUFFile, ts: dict, name: str) -> int | None:
     """The rows of layer 0's `name` tensor (experts stacked [E, rows, D]: the experts' width), None without it."""
     t = ts.get(f"blk.0.{name}.weight")
@@ -1179,6 +1293,11 @@ def _hybrid(g: GGUFFile, m: _Meta, hf: dict, L: int, blocks: int, hd: int, rd: i
               layer_types=["linear_attention" if x else "full_attention" for x in linear],
               linear_conv_kernel_dim=K, linear_key_head_dim=dk, linear_value_head_dim=inner // Hv,
               linear_num_key_heads=Hk, linear_num_value_heads=Hv)
+    if arch in ("qwen35", "qwen35moe") and g.get(f"{arch}.rope.dimension_sections") is None:
+        # (qwen35.cpp / qwen35moe.cpp read the mrope sections with get_key_or_arr, required; on text tokens the rope
+        # is plain, so only their presence is checked)
+        raise GGUFError(f"{g.path}: metadata '{arch}.rope.dimension_sections' is missing ({arch} needs it: llama.cpp's "
+                        f"loader requires the rope sections)")
     if arch == "qwen35":
         hf["intermediate_size"] = m("feed_forward_length", required=True, minimum=1)
         return hf
@@ -1188,9 +1307,10 @@ def _hybrid(g: GGUFFile, m: _Meta, hf: dict, L: int, blocks: int, hd: int, rd: i
     return hf
 
 
-def _gqa_head_dim(g: GGUFFile, m: _Meta, H: int, D: int, n_kv: int) -> int:
+def _gqa_head_dim(g: GGUFFile, m: _Meta, H: int, D: int, n_kv: int, *, values: bool = True) -> int:
     """A GQA file's head dim: attention.key_length, else embedding_length / head_count; the query heads a
-    multiple of the KV heads, else a GGUFError naming the keys."""
+    multiple of the KV heads and (`values`: unless the caller checks them itself) attention.value_length, where
+    stated, that head dim, else a GGUFError naming the keys."""
     arch = g.architecture
     if H % n_kv:
         raise GGUFError(f"{g.path}: metadata '{arch}.attention.head_count' = {H} is not a multiple of "
@@ -1201,6 +1321,13 @@ def _gqa_head_dim(g: GGUFFile, m: _Meta, H: int, D: int, n_kv: int) -> int:
             raise GGUFError(f"{g.path}: metadata '{arch}.embedding_length' = {D} is not a multiple of "
                             f"'{arch}.attention.head_count' = {H} and no '{arch}.attention.key_length' is given")
         hd = D // H
+    vl = m("attention.value_length", minimum=1) if values else None
+    if vl is not None and vl != hd:
+        # (llama.cpp's attn_v is value_length x KV heads wide, and these families' graphs assert the value head
+        # as wide as the key head; glmbench's GQA config has one head dim)
+        raise GGUFError(f"{g.path}: metadata '{arch}.attention.value_length' = {vl} differs from the key head dim {hd} "
+                        f"('{arch}.attention.key_length', else embedding_length / head_count): {arch} takes one head "
+                        f"dim for keys and values")
     return hd
 
 
@@ -1552,7 +1679,7 @@ def _mamba(g: GGUFFile, m: _Meta, hf: dict, L: int, blocks: int) -> dict:
                       moe_intermediate_size=fe, moe_shared_expert_intermediate_size=fs,
                       n_shared_experts=m("expert_shared_count", 1 if fs else 0, minimum=0),
                       norm_topk_prob=m("expert_weights_norm", False, kind=bool),
-                      routed_scaling_factor=m("expert_weights_scale", 1.0, kind=float),
+                      routed_scaling_factor=m("expert_weights_scale", 0.0, kind=float) or 1.0,   # (llama.cpp: 0 unscaled)
                       n_group=m("expert_group_count", 1) or 1, topk_group=m("expert_group_used_count", 1) or 1)
         return hf
     # granitehybrid
@@ -1741,13 +1868,15 @@ def _gemma4(g: GGUFFile, m: _Meta, hf: dict, L: int) -> dict:
     full = [i for i in range(L) if not swa[i]]
     n_kv = sets["sliding"][0] if sets["sliding"] else sets["global"][0]
     kv_g = sets["global"][0] if sets["global"] else n_kv
-    hd_g = _gqa_head_dim(g, m, H, D, n_kv)
+    hd_g = _gqa_head_dim(g, m, H, D, n_kv, values=False)   # (the value lengths: checked below)
     if H % kv_g:
         raise GGUFError(f"{p}: metadata '{arch}.attention.head_count' = {H} is not a multiple of the global layers' "
                         f"{kv_g} KV heads ({kkey!r})")
     for k, want, of in (("attention.value_length", hd_g, "attention.key_length"),
                         ("attention.value_length_swa", hd, "attention.key_length_swa")):
-        v = m(k, minimum=1)
+        # (value_length defaults to embedding_length / head_count in load_hparams; gemma4.cpp reads
+        # value_length_swa with get_key, required)
+        v = m(k, minimum=1, required=k == "attention.value_length_swa")
         if v is not None and v != want:
             raise GGUFError(f"{p}: metadata '{arch}.{k}' = {v} differs from '{arch}.{of}' = {want} (Gemma 4's "
                             f"values are as wide as its keys; llama.cpp refuses it too)")
@@ -2341,11 +2470,22 @@ def file_weights(g: GGUFFile, shapes: dict, n_layers: int) -> FileWeights:
                                               else t.n_bytes * (n.stop - n.start) // t.shape[1]
                                               if isinstance(n, ExpertRows) else t.n_bytes for n, t in zip(names, ts))))
     skipped = extra = 0
-    blocks = g.get(f"{g.architecture}.block_count")
+    arch = g.architecture
+    blocks = g.get(f"{arch}.block_count")
     for n, t in g.tensors.items():
         if n in used:
             continue
         parts = n.split(".")
+        if parts[0] == "blk" and len(parts) > 2 and parts[1].isdigit() and int(parts[1]) < n_layers and \
+                re.fullmatch(r"ffn_(gate|up|down|gate_up|gate_inp)_shexp", parts[2]):
+            # a shared expert's tensor on a layer the metadata gives none: llama.cpp's loaders create shexp tensors
+            # only where the count / width says so, and a tensor the loader does not create is a file it refuses
+            # ("wrong number of tensors"); running without it, or pricing it as extra bytes, would be another model
+            said = [f"'{k}' = {g.get(k)}" for k in (f"{arch}.expert_shared_count", f"{arch}.expert_shared_feed_forward_length")
+                    if g.get(k) is not None]
+            raise GGUFError(f"{g.path}: tensor {n!r} is a shared expert's, but the metadata gives layer {parts[1]} none "
+                            f"({', '.join(said) if said else 'no shared-expert count or width'}); llama.cpp refuses such "
+                            f"a file (a tensor its loader does not create)")
         if parts[0] == "blk" and len(parts) > 2 and parts[1].isdigit() and int(parts[1]) >= n_layers:
             if isinstance(blocks, (int, np.integer)) and int(parts[1]) >= blocks:
                 # (llama.cpp refuses such a file: "wrong number of tensors")

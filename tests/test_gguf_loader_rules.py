@@ -1,0 +1,404 @@
+"""GGUF files read by llama.cpp's own loader rules (the vendored llama.cpp's src/models/*.cpp load_arch_hparams /
+load_arch_tensors, src/llama-model-loader.cpp, src/llama-quant.cpp): a file llama.cpp loads is read with the
+hyperparameters llama.cpp takes, and one it refuses is one GGUFError naming the key or tensor, never a model run
+without some of its tensors or with other shapes. Small files written with the gguf package (tests/gguf_writer.py)."""
+import pytest
+
+gguf = pytest.importorskip("gguf", reason="GGUF tests need the gguf package")
+
+import gguf_writer  # noqa: E402
+
+from glmbench import vocab  # noqa: E402
+from glmbench.models import configs, gguf_file  # noqa: E402
+
+
+# ---- shared experts ------------------------------------------------------------------------------------------------
+# GLM-4.5-Air's shape: a dense first layer, then 8 routed experts beside one shared expert
+_GLM4MOE = dict(model_type="glm4_moe", vocab_size=160, hidden_size=64, intermediate_size=96, moe_intermediate_size=32,
+                num_hidden_layers=3, num_attention_heads=4, num_key_value_heads=2, head_dim=16, n_shared_experts=1,
+                n_routed_experts=8, routed_scaling_factor=1.0, n_group=1, topk_group=1, num_experts_per_tok=2,
+                first_k_dense_replace=1, norm_topk_prob=True, attention_bias=False, use_qk_norm=False,
+                rms_norm_eps=1e-5, max_position_embeddings=256,
+                rope_parameters={"rope_type": "default", "rope_theta": 10000.0, "partial_rotary_factor": 0.5})
+_GLM4MOE_KEYS = {"expert_count": 8, "expert_used_count": 2, "expert_feed_forward_length": 32, "expert_shared_count": 1,
+                 "leading_dense_block_count": 1, "rope.dimension_count": 8, "attention.key_length": 16,
+                 "attention.value_length": 16, "feed_forward_length": 96, "expert_weights_norm": True}
+
+
+def _glm4moe(path, drop=(), hc=None, **extra):
+    return gguf_writer.write_synth(path, hc or _GLM4MOE, "glm4moe", _GLM4MOE_KEYS, drop, extra)
+
+
+def test_shared_expert_tensors_without_a_shared_expert_are_refused(tmp_path):
+    """src/models/glm4-moe.cpp creates ffn_*_shexp only where expert_shared_count > 0; a file holding them with a
+    count of 0 has tensors the loader never creates, which llama-model-loader.cpp refuses ("wrong number of
+    tensors"). glmbench ran such a file without its shared expert, pricing the tensors as extra bytes."""
+    p = str(tmp_path / "ok.gguf")
+    want = _glm4moe(p)
+    cfg, names = gguf_writer.read_back(p, want)
+    assert cfg.n_shared_experts == 1 and "blk.1.ffn_up_shexp.weight" in names
+    p0 = str(tmp_path / "zero.gguf")
+    _glm4moe(p0, **{"expert_shared_count": 0})
+    with pytest.raises(gguf_file.GGUFError, match=r"tensor 'blk\.1\.ffn_\w+_shexp\.weight' is a shared expert's, but "
+                                                  r"the metadata gives layer 1 none \('glm4moe\.expert_shared_count' = 0\)"):
+        configs.load(p0)
+    # the same model written without the shared expert (its count 0, no shexp tensors) reads and prices as it is
+    p1 = str(tmp_path / "none.gguf")
+    want = _glm4moe(p1, hc={**_GLM4MOE, "n_shared_experts": 0}, **{"expert_shared_count": 0})
+    cfg, names = gguf_writer.read_back(p1, want)
+    assert cfg.n_shared_experts == 0 and not any("shexp" in n for n in names)
+
+
+def test_expert_shared_count_is_required_where_llama_cpp_requires_it(tmp_path):
+    """glm4moe's and deepseek2's loaders read expert_shared_count with get_key (required): a file without it does
+    not load; glmbench took 0 and ran the model without its shared expert."""
+    gguf_writer.check_required_keys(tmp_path, _glm4moe, "glm4moe", ("expert_shared_count",))
+    pytest.importorskip("torch")
+    pytest.importorskip("transformers")
+    from test_model_hf import tiny_hf_model
+    cfg, model = tiny_hf_model("glm4_moe_lite")
+    sd = model.state_dict()
+    U32 = gguf.GGUFValueType.UINT32
+    p = str(tmp_path / "noshared.gguf")
+    gguf_writer.write(p, cfg, sd, meta={"deepseek2.expert_shared_count": (None, U32)})
+    with pytest.raises(gguf_file.GGUFError, match=r"metadata 'deepseek2\.expert_shared_count' is missing"):
+        configs.load(p)
+    # deepseek2 creates the shared experts' tensors on every MoE layer ({n_embd, n_ff_exp x n_expert_shared},
+    # required): a count of 0 is a file llama.cpp refuses ("not found" or "wrong shape")
+    p = str(tmp_path / "zero.gguf")
+    gguf_writer.write(p, cfg, sd, meta={"deepseek2.expert_shared_count": (0, U32)})
+    with pytest.raises(gguf_file.GGUFError, match=r"'deepseek2\.expert_shared_count' = 0: llama\.cpp's deepseek2 "
+                                                  r"loader requires the shared experts' tensors"):
+        configs.load(p)
+
+
+# ---- nemotron --------------------------------------------------------------------------------------------------------
+_N = dict(model_type="nemotron", vocab_size=128, hidden_size=64, intermediate_size=96, num_hidden_layers=2,
+          num_attention_heads=4, num_key_value_heads=2, head_dim=16, norm_eps=1e-5, max_position_embeddings=4096,
+          rope_parameters={"rope_type": "default", "rope_theta": 10000.0, "partial_rotary_factor": 0.5})
+
+
+def _nemotron(path, hc, **extra):
+    cfg = configs.from_hf(hc, "synth")
+    meta = {k: v for k, v in gguf_writer.gqa_meta(cfg).items() if k != "attention.layer_norm_rms_epsilon"}
+    meta.update({"feed_forward_length": 96, "attention.layer_norm_epsilon": 1e-5, "rope.dimension_count": 8})
+    gguf_writer.write_zero_file(path, cfg, "nemotron", meta, (), extra)
+    return cfg
+
+
+def test_nemotron_heads_times_head_dim_must_be_the_hidden_size(tmp_path):
+    """src/models/nemotron.cpp creates attn_q {n_embd, n_embd} and attn_output {n_embd, n_embd}: a file whose heads
+    x key_length differ from embedding_length (Minitron-8B's shape: 48 heads of 128 on 4096) has tensors of the
+    wrong shape for llama.cpp. glmbench read and ran it."""
+    p = str(tmp_path / "ok.gguf")
+    want = _nemotron(p, _N, **{"attention.key_length": 16, "attention.value_length": 16})
+    gguf_writer.read_back(p, want)
+    p = str(tmp_path / "wide.gguf")
+    _nemotron(p, {**_N, "head_dim": 32}, **{"attention.key_length": 32, "attention.value_length": 32})
+    with pytest.raises(gguf_file.GGUFError, match=r"'nemotron\.attention\.head_count' = 4 x "
+                                                  r"'nemotron\.attention\.key_length' = 32 is not "
+                                                  r"'nemotron\.embedding_length' = 64"):
+        configs.load(p)
+
+
+def test_output_matrix_required_where_llama_cpp_requires_it(tmp_path):
+    """nemotron.cpp (and gpt-oss's, minimax-m2's, qwen2moe's, olmoe's, olmo2's, apertus's, phimoe's, dots1's
+    loaders) create output.weight required, with no fallback to token_embd: a tied file does not load there.
+    glmbench ran it tied."""
+    p = str(tmp_path / "tied.gguf")
+    _nemotron(p, {**_N, "tie_word_embeddings": True})
+    assert "output.weight" not in gguf_file.read(p).tensors
+    with pytest.raises(gguf_file.GGUFError, match=r"tensor 'output\.weight' is missing \(llama\.cpp's nemotron"):
+        configs.load(p)
+    hc = dict(model_type="olmo2", vocab_size=128, hidden_size=64, intermediate_size=96, num_hidden_layers=2,
+              num_attention_heads=4, num_key_value_heads=2, rms_norm_eps=1e-6, max_position_embeddings=4096)
+    p = str(tmp_path / "olmo2.gguf")
+    want = gguf_writer.write_synth(p, hc, "olmo2")
+    gguf_writer.read_back(p, want)
+    p = str(tmp_path / "olmo2-tied.gguf")
+    gguf_writer.write_synth(p, {**hc, "tie_word_embeddings": True}, "olmo2")
+    with pytest.raises(gguf_file.GGUFError, match=r"tensor 'output\.weight' is missing \(llama\.cpp's olmo2"):
+        configs.load(p)
+
+
+# ---- llama-quant's types for the embeddings ---------------------------------------------------------------------------
+def test_per_layer_token_embd_takes_the_token_embedding_rule():
+    """llama-quant.cpp (2025, glmbench's mix rules) quantizes Gemma 3n / 4's per_layer_token_embd by token_embd's rule
+    (`name == "token_embd.weight" || name == "per_layer_token_embd.weight"`): q2_K in the IQ2_XXS / IQ2_XS / IQ1_*
+    mixes, iq3_s in IQ2_S / IQ2_M / IQ3_XXS, q4_K in TQ1_0 / TQ2_0, the mix's base type elsewhere. glmbench gave it
+    the base type in every mix (an iq2_xxs table in IQ2_XXS)."""
+    for name in ("gemma-3n-e4b", "gemma-4-e2b"):
+        c = configs.load(name)
+        ctx, shape = c.tensor_context(), c.tensor_shapes()["model.embed_tokens_per_layer.weight"]
+        got = {mix: vocab.tensor_format(mix, "model.embed_tokens_per_layer.weight", shape, ctx).name
+               for mix in ("Q4_K_M", "Q3_K_M", "mix:IQ2_XXS", "mix:IQ2_XS", "mix:IQ1_S", "IQ2_M", "mix:IQ3_XXS",
+                           "mix:TQ1_0", "mix:Q8_0")}
+        assert got == {"Q4_K_M": "q4_K", "Q3_K_M": "q3_K", "mix:IQ2_XXS": "q2_K", "mix:IQ2_XS": "q2_K",
+                       "mix:IQ1_S": "q2_K", "IQ2_M": "iq3_s", "mix:IQ3_XXS": "iq3_s", "mix:TQ1_0": "q4_K",
+                       "mix:Q8_0": "q8_0"}, name
+        # its GGUF name, as gguf-py's TensorNameMap gives it
+        assert vocab.gguf_tensor_name("model.embed_tokens_per_layer.weight") == ("per_layer_token_embd.weight", None)
+
+
+def test_output_matrix_of_an_iq3_xxs_mix_is_q5_k():
+    """llama-quant.cpp's output rule (and the tied token_embd's) lists IQ3_XXS among the mixes whose output is q5_K
+    (2025 and 2026 alike); glmbench gave it q6_K."""
+    for name in ("llama-3.1-8b", "gemma-3-4b"):
+        c = configs.load(name)
+        ctx, shapes = c.tensor_context(), c.tensor_shapes()
+        head = "lm_head.weight" if "lm_head.weight" in shapes else "model.embed_tokens.weight"
+        assert vocab.tensor_format("mix:IQ3_XXS", head, shapes[head], ctx).name == "q5_K", name
+        assert vocab.tensor_format("mix:IQ2_XXS", head, shapes[head], ctx).name == "q5_K", name
+        assert vocab.tensor_format("IQ3_XS", head, shapes[head], ctx).name == "q6_K", name
+
+
+# ---- load_hparams' general keys ----------------------------------------------------------------------------------------
+_LLAMA = dict(model_type="llama", vocab_size=128, hidden_size=64, intermediate_size=96, num_hidden_layers=2,
+              num_attention_heads=4, num_key_value_heads=2, rms_norm_eps=1e-5, max_position_embeddings=4096)
+
+
+def _llama(path, extra=None, strings=None, drop=(), hc=None):
+    """A llama file of _LLAMA's shape (zero tensors), gqa_meta's keys less `drop` plus `extra`, and `strings` as
+    string keys (rope.scaling.type)."""
+    cfg = configs.from_hf(hc or _LLAMA, "synth")
+    w = gguf.GGUFWriter(path, "llama")
+    gguf_writer.add_metadata(w, "llama", {**gguf_writer.gqa_meta(cfg), **(extra or {})}, drop)
+    for k, v in (strings or {}).items():
+        w.add_string(f"llama.{k}", v)
+    gguf_writer.add_zero_tensors(w, cfg, "llama")
+    gguf_writer.finish(w)
+    return cfg
+
+
+def test_rope_scaling_factor_without_a_type_is_linear(tmp_path):
+    """llama.cpp's load_hparams: the scaling type defaults to "linear", the factor from rope.scaling.factor or the
+    old rope.scale_linear (freq_scale = 1 / factor): a file stating a factor alone runs linear-scaled rope there.
+    glmbench read it unscaled."""
+    for key in ("rope.scaling.factor", "rope.scale_linear"):
+        p = str(tmp_path / f"{key}.gguf")
+        _llama(p, {key: 4.0})
+        c = configs.load(p)
+        assert (c.rope_type, c.hf["rope_scaling"]) == ("linear", {"rope_type": "linear", "factor": 4.0}), key
+    # stated "none": unscaled whatever the factor (llama-context.cpp: never scale if the type is none); no key: plain
+    p = str(tmp_path / "none.gguf")
+    _llama(p, {"rope.scaling.factor": 4.0}, {"rope.scaling.type": "none"})
+    assert configs.load(p).rope_type == "default"
+    p = str(tmp_path / "plain.gguf")
+    _llama(p)
+    assert configs.load(p).rope_type == "default"
+
+
+def test_rope_scaling_type_llama_cpp_does_not_know_is_refused(tmp_path):
+    """llama_rope_scaling_type_from_string knows none / linear / yarn / longrope; any other type is an assert in
+    load_hparams. glmbench took HF's "dynamic" NTK from such a file."""
+    p = str(tmp_path / "dynamic.gguf")
+    _llama(p, {"rope.scaling.factor": 4.0}, {"rope.scaling.type": "dynamic"})
+    with pytest.raises(gguf_file.GGUFError, match=r"'llama\.rope\.scaling\.type' = 'dynamic' is not a rope scaling "
+                                                  r"llama\.cpp knows"):
+        configs.load(p)
+
+
+def test_llama_rotates_the_whole_head(tmp_path):
+    """load_hparams refuses a llama / deci file whose rope.dimension_count is not the head dim ("invalid n_rot");
+    glmbench ran it with a partial rope."""
+    p = str(tmp_path / "partial.gguf")
+    _llama(p, {"rope.dimension_count": 8})
+    with pytest.raises(gguf_file.GGUFError, match=r"'llama\.rope\.dimension_count' = 8 is not the head dim 16 .*"
+                                                  r"invalid n_rot"):
+        configs.load(p)
+    p = str(tmp_path / "whole.gguf")
+    _llama(p, {"rope.dimension_count": 16})
+    assert configs.load(p).rope_dim == 16
+
+
+def test_rms_epsilon_is_required(tmp_path):
+    """llama.cpp's loaders read attention.layer_norm_rms_epsilon with get_key (required) in every RMSNorm family
+    glmbench reads; glmbench took 1e-6 from a file without it."""
+    gguf_writer.check_required_keys(tmp_path, lambda p, drop: _llama(p, drop=drop), "llama",
+                                    ("attention.layer_norm_rms_epsilon",))
+    gguf_writer.check_required_keys(tmp_path, _glm4moe, "glm4moe", ("attention.layer_norm_rms_epsilon",))
+
+
+def test_value_length_unlike_the_key_length_is_refused(tmp_path):
+    """A GQA family's attn_v is value_length x KV heads wide in llama.cpp and its graph asserts the value head as
+    wide as the key head; glmbench's GQA config has one head dim and ignored value_length."""
+    p = str(tmp_path / "ok.gguf")
+    _llama(p, {"attention.key_length": 16, "attention.value_length": 16})
+    assert configs.load(p).head_dim == 16
+    p = str(tmp_path / "v8.gguf")
+    _llama(p, {"attention.key_length": 16, "attention.value_length": 8})
+    with pytest.raises(gguf_file.GGUFError, match=r"'llama\.attention\.value_length' = 8 differs from the key head "
+                                                  r"dim 16"):
+        configs.load(p)
+
+
+def test_yarn_log_multiplier_as_each_loader_reads_it(tmp_path):
+    """rope.scaling.yarn_log_multiplier: deepseek2's converter writes 0.1 x mscale_all_dim and its loader divides by
+    0.1 (mscale = mscale_all_dim); Ministral 3's (conversion/mistral3.py) writes mscale_all_dim itself, which
+    mistral3's loader takes as it is, mscale 1 (llama-context.cpp). glmbench divided every file's by 0.1 (Ministral
+    3's mscale_all_dim 1 read as 10)."""
+    hc = {**_LLAMA, "max_position_embeddings": 16384}
+    cfg = configs.from_hf(hc, "synth")
+    p = str(tmp_path / "ministral3.gguf")
+    w = gguf.GGUFWriter(p, "mistral3")
+    gguf_writer.add_metadata(w, "mistral3", {**gguf_writer.gqa_meta(cfg), "rope.scaling.factor": 16.0,
+                                             "rope.scaling.original_context_length": 1024,
+                                             "rope.scaling.yarn_log_multiplier": 1.0,
+                                             "attention.temperature_scale": 0.1})
+    w.add_string("mistral3.rope.scaling.type", "yarn")
+    gguf_writer.add_zero_tensors(w, cfg, "llama")
+    gguf_writer.finish(w)
+    c = configs.load(p)
+    rs = c.hf["rope_scaling"]
+    assert c.model_type == "ministral3" and rs["rope_type"] == "yarn"
+    assert (rs["mscale_all_dim"], rs["mscale"]) == (1.0, 1.0)
+
+
+# ---- windows ----------------------------------------------------------------------------------------------------------
+_GEMMA = dict(vocab_size=128, hidden_size=64, intermediate_size=96, num_hidden_layers=6, num_attention_heads=4,
+              num_key_value_heads=2, head_dim=16, rms_norm_eps=1e-6, max_position_embeddings=4096, sliding_window=8)
+
+
+@pytest.mark.parametrize("arch,mt", [("gemma3", "gemma3_text"), ("gemma2", "gemma2")])
+def test_gemma_window_pattern_as_flags_or_a_period(tmp_path, arch, mt):
+    """gemma2 / gemma3 read attention.sliding_window_pattern through load_swa_pattern: an array of one flag per layer
+    (true: windowed) or a period (every n-th layer global; 0: all windowed). glmbench took a period only and refused
+    a file with flags ("varies per layer" or "must be an integer")."""
+    flags = [True, False, True, True, False, True]
+    hc = {**_GEMMA, "model_type": mt, "layer_types": ["sliding_attention" if f else "full_attention" for f in flags]}
+    keys = {"attention.sliding_window": 8, "attention.key_length": 16, "attention.value_length": 16}
+    p = str(tmp_path / "flags.gguf")
+    gguf_writer.write_synth(p, hc, arch, {**keys, "attention.sliding_window_pattern": flags})
+    c = configs.load(p)
+    assert c.windowed_layers == (0, 2, 3, 5), c.windowed_layers
+    p = str(tmp_path / "period.gguf")
+    gguf_writer.write_synth(p, {**hc, "layer_types": None}, arch, {**keys, "attention.sliding_window_pattern": 3})
+    assert configs.load(p).windowed_layers == (0, 1, 3, 4)
+
+
+# ---- routing ----------------------------------------------------------------------------------------------------------
+def test_glm4moe_routing_defaults_are_llama_cpps(tmp_path):
+    """src/models/glm4-moe.cpp: expert_weights_norm absent is false (no renormalisation; glmbench took true),
+    expert_weights_scale 0 is unscaled (llama-graph.cpp's build_moe_ffn skips a 0 scale; glmbench multiplied the
+    experts' output by 0), a softmax expert_gating_func is not GLM-4.5's sigmoid router (refused; glmbench read it
+    as sigmoid)."""
+    p = str(tmp_path / "nonorm.gguf")
+    _glm4moe(p, drop=("expert_weights_norm",), hc={**_GLM4MOE, "norm_topk_prob": False}, **{"expert_weights_scale": 0.0})
+    c = gguf_writer.load_stated(p)
+    assert (c.norm_topk_prob, c.routed_scaling_factor) == (False, 1.0)
+    p = str(tmp_path / "norm.gguf")
+    _glm4moe(p, **{"expert_weights_scale": 2.5})
+    c = gguf_writer.load_stated(p)
+    assert (c.norm_topk_prob, c.routed_scaling_factor) == (True, 2.5)
+    p = str(tmp_path / "softmax.gguf")
+    _glm4moe(p, **{"expert_gating_func": 1})
+    with pytest.raises(gguf_file.GGUFError, match=r"'glm4moe\.expert_gating_func' = 1 is not 2 \(sigmoid\)"):
+        configs.load(p)
+
+
+def test_qwen3moe_always_renormalises(tmp_path):
+    """llama.cpp's qwen3moe graph passes norm_w true to build_moe_ffn and never reads expert_weights_norm: a file
+    stating false runs renormalised there (glmbench ran it without), with a notice that the key is not read."""
+    hc = dict(model_type="qwen3_moe", vocab_size=128, hidden_size=64, intermediate_size=96, moe_intermediate_size=32,
+              num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2, head_dim=16, num_experts=8,
+              num_experts_per_tok=2, norm_topk_prob=True, rms_norm_eps=1e-6, max_position_embeddings=4096)
+    keys = {"expert_count": 8, "expert_used_count": 2, "expert_feed_forward_length": 32, "attention.key_length": 16,
+            "attention.value_length": 16}
+    p = str(tmp_path / "q.gguf")
+    gguf_writer.write_synth(p, hc, "qwen3moe", keys, extra={"expert_weights_norm": False})
+    with pytest.warns(gguf_file.GGUFNotice, match=r"'qwen3moe\.expert_weights_norm' = false is not read"):
+        c = configs.load(p)
+    assert c.norm_topk_prob is True
+
+
+def test_expert_groups_llama_cpp_asserts_on_are_refused(tmp_path):
+    """load_hparams asserts, where expert_group_count > 1, that the groups split the experts and that
+    expert_group_used_count is in [1, groups): a file breaking it aborts llama.cpp; glmbench priced it (every group
+    chosen) or read a used count of 0."""
+    hc = {**_GLM4MOE, "n_group": 2, "topk_group": 1}
+    p = str(tmp_path / "ok.gguf")
+    _glm4moe(p, hc=hc, **{"expert_group_count": 2, "expert_group_used_count": 1})
+    assert configs.load(p).n_group == 2
+    p = str(tmp_path / "all.gguf")
+    _glm4moe(p, hc={**hc, "topk_group": 2}, **{"expert_group_count": 2, "expert_group_used_count": 2})
+    with pytest.raises(gguf_file.GGUFError, match=r"'glm4moe\.expert_group_used_count' = 2 must be at least 1 and "
+                                                  r"fewer than 'glm4moe\.expert_group_count' = 2"):
+        configs.load(p)
+
+
+def test_rope_freqs_only_where_the_loader_takes_it(tmp_path):
+    """rope_freqs (llama3-style factors) is created by llama.cpp's llama / deci / granite / exaone / ... loaders; in a
+    qwen3 file it is a tensor the loader never creates, which llama.cpp refuses ("wrong number of tensors"). glmbench
+    turned qwen3's rope by it."""
+    import numpy as np
+    factors = np.ones(8, np.float32)
+    for arch, mt, ok in (("llama", "llama", True), ("qwen3", "qwen3", False)):
+        cfg = configs.from_hf({**_LLAMA, "model_type": mt, "head_dim": 16}, "synth")
+        p = str(tmp_path / f"{arch}.gguf")
+        w = gguf.GGUFWriter(p, arch)
+        gguf_writer.add_metadata(w, arch, {**gguf_writer.gqa_meta(cfg), "attention.key_length": 16,
+                                           "attention.value_length": 16})
+        gguf_writer.add_zero_tensors(w, cfg, arch)
+        w.add_tensor("rope_freqs.weight", factors)
+        gguf_writer.finish(w)
+        if ok:
+            assert configs.load(p).rope_type == "freq_factors"
+        else:
+            with pytest.raises(gguf_file.GGUFError, match=r"tensor 'rope_freqs\.weight' .* is in a qwen3 file, whose "
+                                                          r"llama\.cpp loader does not take it"):
+                configs.load(p)
+
+
+def test_token_embd_rows_are_the_tokenizers_count(tmp_path):
+    """llama.cpp's n_vocab is the tokenizer's token count (LLAMA_LOAD_LOCALS: vocab.n_tokens()) and token_embd is
+    created {n_embd, n_vocab}: a file whose tokenizer lists another count than token_embd's rows does not load there.
+    glmbench priced the embedding's rows."""
+    for n, ok in ((128, True), (120, False)):
+        cfg = configs.from_hf(_LLAMA, "synth")
+        p = str(tmp_path / f"tok{n}.gguf")
+        w = gguf.GGUFWriter(p, "llama")
+        gguf_writer.add_metadata(w, "llama", gguf_writer.gqa_meta(cfg))
+        w.add_tokenizer_model("gpt2")
+        w.add_token_list([f"t{i}" for i in range(n)])
+        gguf_writer.add_zero_tensors(w, cfg, "llama")
+        gguf_writer.finish(w)
+        if ok:
+            assert configs.load(p).vocab_size == 128
+        else:
+            with pytest.raises(gguf_file.GGUFError, match=r"tensor 'token_embd\.weight' has 128 rows but the tokenizer "
+                                                          r"\('tokenizer\.ggml\.tokens'\) 120 tokens"):
+                configs.load(p)
+
+
+def test_ernie_moe_needs_its_interleave_step(tmp_path):
+    """ernie4-5.cpp reads interleave_moe_layer_step with get_key (required; the converter always writes it);
+    glmbench took 1 from a file without it."""
+    hc = dict(model_type="ernie4_5_moe", vocab_size=160, hidden_size=64, intermediate_size=96, num_hidden_layers=3,
+              num_attention_heads=4, num_key_value_heads=2, rms_norm_eps=1e-5, max_position_embeddings=4096,
+              moe_intermediate_size=32, moe_num_experts=4, moe_k=2, moe_num_shared_experts=2, moe_layer_start_index=1)
+    keys = {"expert_count": 4, "expert_used_count": 2, "expert_feed_forward_length": 32, "expert_shared_count": 2,
+            "leading_dense_block_count": 1, "interleave_moe_layer_step": 1, "feed_forward_length": 96}
+
+    def write(p, drop=()):
+        return gguf_writer.write_synth(p, hc, "ernie4_5-moe", keys, drop)
+
+    p = str(tmp_path / "ok.gguf")
+    want = write(p)
+    assert configs.load(p).moe_layers == want.moe_layers == (1, 2)
+    gguf_writer.check_required_keys(tmp_path, write, "ernie4_5-moe", ("interleave_moe_layer_step",))
+
+
+def test_gpt_oss_window_pattern_as_flags(tmp_path):
+    """openai-moe.cpp reads its windows through load_swa_pattern too (flags per layer, or a period, default 2);
+    glmbench refused a file with flags."""
+    flags = [False, True, True, False]
+    hc = dict(model_type="gpt_oss", vocab_size=128, hidden_size=64, num_hidden_layers=4, num_attention_heads=4,
+              num_key_value_heads=2, head_dim=16, num_local_experts=4, num_experts_per_tok=2, intermediate_size=32,
+              sliding_window=8, rms_norm_eps=1e-5, max_position_embeddings=4096,
+              layer_types=["sliding_attention" if f else "full_attention" for f in flags])
+    keys = {"attention.sliding_window": 8, "attention.key_length": 16, "attention.value_length": 16,
+            "expert_count": 4, "expert_used_count": 2, "expert_feed_forward_length": 32,
+            "attention.sliding_window_pattern": flags}
+    p = str(tmp_path / "flags.gguf")
+    gguf_writer.write_synth(p, hc, "gpt-oss", keys)
+    assert configs.load(p).windowed_layers == (1, 2)
