@@ -79,3 +79,65 @@ def test_sweep_progress_bar_ticks_per_setup(capsys):
     err = capsys.readouterr().err
     # two grids (tg+mem, serve) of 3 models x 2 card counts: 12 ticks, not 2
     assert "12/12" in err and "setup" in err, err
+
+
+class _CountingDict(dict):
+    gets = 0
+
+    def get(self, *a):
+        _CountingDict.gets += 1
+        return super().get(*a)
+
+
+def test_compare_summary_is_linear_in_the_records():
+    # `any(x.get("cv_error") ... for x in recs)` inside the loop over the records: 100,000 records ran for
+    # minutes; the work per record must not grow with the file
+    from glmbench.results import compare
+    base = records.read_records(_sweep_file())
+
+    def gets(n):
+        recs = [_CountingDict({**base[i % len(base)], "n_depth": i}) for i in range(n)]
+        _CountingDict.gets = 0
+        rows, _ = compare.summarize(recs)
+        assert len(rows) == n
+        return _CountingDict.gets
+    assert gets(800) < 2.5 * gets(400)
+
+
+def _sweep_file(cache={}):
+    if "p" not in cache:
+        import tempfile
+        p = tempfile.mkdtemp() + "/s.json"
+        sweep.predict(["glm-4.7-flash", "qwen3-32b"], SETUPS, [1024, 8192], tests=("tg", "pp", "mem"), out=p)
+        cache["p"] = p
+    return cache["p"]
+
+
+class _CountingText(str):
+    scanned = 0
+
+    def count(self, sub, start=0, end=None):
+        end = len(self) if end is None else end
+        _CountingText.scanned += max(0, end - start)
+        return super().count(sub, start, end)
+
+
+def test_llama_bench_json_items_line_numbers_are_counted_once():
+    # each element's line was counted from the start of the text: a 50,000-row llama-bench JSON took minutes
+    from glmbench.results import importers
+    row = {"model_type": "deepseek2 16B Q4_0", "n_prompt": 512, "n_gen": 0, "avg_ts": 100.0}
+
+    def scanned(n):
+        text = _CountingText("[\n" + ",\n".join("  " + json.dumps(row) for _ in range(n)) + "\n]\n")
+        _CountingText.scanned = 0
+        items = importers._json_items(text, "x.json")
+        assert [line for line, _ in items] == list(range(2, n + 2))
+        return _CountingText.scanned
+    assert scanned(400) < 2.5 * scanned(200)
+
+
+def test_llama_bench_json_error_still_names_its_line(tmp_path):
+    from glmbench.results import importers
+    text = "[\n" + ",\n".join('  {"a": %d}' % i for i in range(50)) + ",\n  {\"a\": 1} x\n]\n"
+    with pytest.raises(ValueError, match=r":52\b|line 52"):
+        importers._json_items(text, str(tmp_path / "x.json"))
