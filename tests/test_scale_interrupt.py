@@ -162,3 +162,21 @@ def test_pasted_text_is_unquoted_once_per_detection(monkeypatch):
     calls.clear()
     assert importers._detect_pasted(table) == "llama-bench-md"
     assert len(calls) == 1
+
+
+@pytest.mark.parametrize("argv, says", [
+    (["sweep", "--depths", "1K", "--out", "{d}/s.json"], "finished points are saved in {d}/s.json; rerun to resume"),
+    (["sweep", "--depths", "1K"], "nothing was saved"),
+    (["trace", "mooncake-synthetic", "--out", "{d}/t"], "nothing was saved"),
+])
+def test_interrupt_says_what_was_kept(tmp_path, monkeypatch, capsys, argv, says):
+    from glmbench import cli
+
+    def interrupted(*a, **k):
+        raise KeyboardInterrupt
+    monkeypatch.setattr(cli.report, "sweep", interrupted)
+    monkeypatch.setattr(cli, "_load_trace", interrupted)
+    rc = cli.main([a.format(d=tmp_path) for a in argv])
+    err = capsys.readouterr().err
+    assert rc == cli.EXIT_INTERRUPTED
+    assert err.strip().splitlines()[-1] == "glmbench: interrupted (" + says.format(d=tmp_path) + ")"
