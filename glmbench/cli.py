@@ -1394,7 +1394,14 @@ def _main(argv: list[str] | None = None) -> int:
         prog = f"glmbench {args.command}" if "args" in locals() and getattr(args, "command", None) else "glmbench"
         return _fail(f"{prog}: {msg}")
     except KeyboardInterrupt:
-        print("glmbench: interrupted (finished points are saved; rerun to resume)", file=sys.stderr)
+        a = locals().get("args")
+        out = str(getattr(a, "out", None) or "")
+        # only a sweep or measure into a .json file, and a search into its folder, keep finished points to resume
+        # from; a trace, report or calibrate interrupted has saved nothing (it said it had)
+        resumes = getattr(a, "command", None) in ("sweep", "measure") and out.endswith(".json") or \
+            (getattr(a, "command", None) == "search" and out)
+        print("glmbench: interrupted" + (f" (finished points are saved in {out}; rerun to resume)" if resumes
+                                         else " (nothing was saved)"), file=sys.stderr)
         return EXIT_INTERRUPTED
 
 

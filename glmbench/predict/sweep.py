@@ -6,7 +6,8 @@ only when its record's `fingerprint` (vocab.fingerprint of the resolved config, 
 profile and rig, the runtime profile, formats, MLA strategy and the glmbench version) equals the
 one this run computes and the record holds what those inputs give (each point is priced again to
 check: a record edited by hand is replaced); a point whose inputs changed is recomputed and replaces
-the old record, so the file holds one record per point. The file is rewritten atomically after each setup.
+the old record, so the file holds one record per point. The file is rewritten atomically after a setup once
+the setups priced since the last rewrite took as long as it did, and on an interrupt or error.
 
 Every tg/pp/serve/mem record says whether its context fits in the rig's memory (`fits`) and
 whether it is longer than the model's native positions (`beyond_native`, with `native_context`):
@@ -14,6 +15,7 @@ the cost model still prices such a point, and the record says it is one no real 
 from __future__ import annotations
 
 import os
+import time
 from typing import Iterable, Sequence
 
 from tqdm import tqdm
@@ -119,7 +121,8 @@ def _key(r: dict) -> tuple:
 
 def predict(models, setups, depths: Sequence[int], tests: Sequence[str] = ("tg", "pp", "mem"), *,
             n_prompt: int = 512, n_gen: int = 1, n_streams: int = 1,
-            concurrency: Sequence[int] = (1, 2, 4, 8, 16, 32, 64), out=None, progress: bool = False) -> list[dict]:
+            concurrency: Sequence[int] = (1, 2, 4, 8, 16, 32, 64), out=None, progress: bool = False,
+            on_setup=None) -> list[dict]:
     """Predict every (model, setup, depth) point.
 
     models: names/paths/configs, each combined with every setup (a Setup, whose model is
@@ -128,6 +131,7 @@ def predict(models, setups, depths: Sequence[int], tests: Sequence[str] = ("tg",
       whose rate is the mean over the steps d .. d+n_gen-1), "pp" (prefill `n_prompt` tokens at
       depth), "mem" (memory at context = depth, `n_streams` streams), "serve" (continuous batching
       of each `concurrency` at context = depth).
+    on_setup: called after each setup's points are priced (a progress bar's tick).
     """
     bad = [t for t in tests if t not in TESTS]
     if bad or not tests:
@@ -153,16 +157,35 @@ def predict(models, setups, depths: Sequence[int], tests: Sequence[str] = ("tg",
     if progress:
         it = tqdm(grid, desc="predict", unit="setup")
     recs: list[dict] = []
-    for s in it:
-        base = setup_fields(s)
-        for t in tests:
-            for d in depths:
-                recs.extend(_point(s, t, d, base, n_prompt, n_gen, n_streams, concurrency, done))
-        if out is not None:
-            # one atomic rewrite per setup: an interrupted sweep keeps every finished setup; under
-            # the file's lock, merged with what it holds now (another sweep may be writing to it)
-            rec.merge_records(out, recs, _key)
+    saved = 0            # recs[:saved] are in the file
+    since = cost = 0.0   # when the last save ended, and how long it took
+    try:
+        for s in it:
+            base = setup_fields(s)
+            for t in tests:
+                for d in depths:
+                    recs.extend(_point(s, t, d, base, n_prompt, n_gen, n_streams, concurrency, done))
+            if on_setup is not None:
+                on_setup()
+            # an atomic rewrite of the whole file, under its lock and merged with what it holds now
+            # (another sweep may be writing to it), once the setups priced since the last one took as
+            # long as that rewrite did: writing costs at most as much time as pricing (one rewrite per
+            # setup made a sweep quadratic in its size: 30 setups x 9 grids took 23 s, 6 s unwritten),
+            # and a killed sweep loses at most that much pricing; an interrupt (Ctrl-C) or an error
+            # saves every finished setup (below)
+            if out is not None and time.monotonic() - since >= cost:
+                saved, since, cost = _save(out, recs)
+    finally:
+        if out is not None and saved < len(recs):
+            _save(out, recs)
     return recs
+
+
+def _save(out, recs) -> tuple[int, float, float]:
+    t0 = time.monotonic()
+    rec.merge_records(out, recs, _key)
+    t1 = time.monotonic()
+    return len(recs), t1, t1 - t0
 
 
 def _point(s, t, d, base, n_prompt, n_gen, n_streams, concurrency, store):

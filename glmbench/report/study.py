@@ -252,7 +252,7 @@ def sweep(study: Study, tests: Sequence[str] = ("tg", "pp", "mem", "serve"), *, 
     bad = [t for t in tests if t not in sw.TESTS]
     if bad or not tests:
         raise ValueError(f"`tests` must be a non-empty subset of {sw.TESTS}, got {tuple(tests)!r}")
-    study.setups()  # every model, format and GPU checked before any work (and any progress bar)
+    n_setups = len(study.setups())  # every model, format and GPU checked before any work (and any progress bar)
     templates = study.setup_templates()
     calls = []
     per_depth = [t for t in tests if t in ("tg", "mem")]
@@ -265,14 +265,13 @@ def sweep(study: Study, tests: Sequence[str] = ("tg", "pp", "mem", "serve"), *, 
     if "serve" in tests:
         calls.append(dict(depths=(study.serve_context,), tests=("serve",), concurrency=study.concurrency))
     bar = None
-    if progress:
-        bar = tqdm(total=len(calls), desc="predict", unit="grid")
+    if progress:   # a tick per setup of each grid: a sweep of many models shows its rate and ETA
+        bar = tqdm(total=len(calls) * n_setups, desc="predict", unit="setup")
     recs: list[dict] = []
     try:
         for kw in calls:
-            recs += sw.predict(list(study.models), templates, out=out, **kw)
-            if bar is not None:
-                bar.update(1)
+            recs += sw.predict(list(study.models), templates, out=out,
+                               on_setup=None if bar is None else (lambda: bar.update(1)), **kw)
     finally:
         if bar is not None:
             bar.close()

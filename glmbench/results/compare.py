@@ -233,6 +233,7 @@ def summarize(records: Sequence[dict]) -> tuple[list[dict], list[str]]:
             tuple(_h(r.get(f)) for f in SETUP_FIELDS)
     seen: dict = {}
     runs = repeated_points(recs) > 0
+    banded = any(x.get("cv_error") is not None for x in recs)   # (once: per record made a file quadratic)
     rows = []
     for r in recs:
         t = r.get("test")
@@ -247,13 +248,13 @@ def summarize(records: Sequence[dict]) -> tuple[list[dict], list[str]]:
         for f in varying:
             row[f] = r.get(f)
         row["value"] = None if v is None else float(v)
-        if any(x.get("cv_error") is not None for x in recs):   # a calibrated value's cross-validated band
+        if banded:   # a calibrated value's cross-validated band
             row["band"] = None if r.get("cv_error") is None else float(r["cv_error"])
         row["unit"] = VALUE_FIELDS[t][1]
         row["evidence"] = r.get("evidence")
         row["source"] = r.get("source") or ""
         rows.append(row)
-    lines = []
+    lines: dict = {}   # (ordered; a set's lookup: a list's made a file of many distinct lines quadratic)
     for r in recs:
         inf = r.get("inferred")
         if isinstance(inf, str):
@@ -268,8 +269,8 @@ def summarize(records: Sequence[dict]) -> tuple[list[dict], list[str]]:
             else:
                 line = f"{f}: {val if val is not None else '?'} ({how})" if not str(how).startswith(str(val)) \
                     else f"{f}: {how}"
-            if line not in lines:
-                lines.append(line)
+            lines.setdefault(line)
+    lines = list(lines)
     # what the numbers are for: the card(s) and split, the formats, and the runtime a prediction priced
     for f in ("device", "n_cards", "split", "weights", "type_k", "backend", "runtime"):
         vals = list(dict.fromkeys(_h(r.get(f)) for r in recs))

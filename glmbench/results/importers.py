@@ -687,25 +687,26 @@ def _embedded_json(text: str):
 
 def _detect_pasted(text) -> str | None:
     """The first table's kind, or a vLLM/SGLang console block; None when the text has neither."""
-    for header in _md_headers(text):   # the first benchmark table (not a SYCL device list printed above it)
+    lines, tab_heads = _unquote_tabs(text)   # (once: per check, eight passes over every line of a large file)
+    for header in _md_headers_of(lines, tab_heads):   # the first benchmark table (not a SYCL device list printed above it)
         cells = {c.strip() for c in header}
         if {"PP", "TG", "N_KV", "S_PP t/s", "S_TG t/s"} <= cells:
             return "batched-bench-md" if "B" in cells else "sweep-bench-md"
         if {"model", "test", "t/s"} <= cells:
             return "llama-bench-md"
-    if any(_SERVE_START.match(ln.strip()) for ln in _unquote(text)):
+    if any(_SERVE_START.match(ln.strip()) for ln in lines):
         return "vllm-console"
-    if any(_SGL_OFFLINE_START.match(ln.strip()) for ln in _unquote(text)):
+    if any(_SGL_OFFLINE_START.match(ln.strip()) for ln in lines):
         return "sglang-offline"
-    if any(_VLLM_LATENCY.match(ln) or _VLLM_THROUGHPUT.match(ln) for ln in _unquote(text)):
+    if any(_VLLM_LATENCY.match(ln) or _VLLM_THROUGHPUT.match(ln) for ln in lines):
         return "vllm-offline"
-    if any(_SGL_PREFILL.match(ln) for ln in _unquote(text)):
+    if any(_SGL_PREFILL.match(ln) for ln in lines):
         return "sglang-one-batch"
-    if any(_TIMING_RE.search(ln) for ln in _unquote(text)):
+    if any(_TIMING_RE.search(ln) for ln in lines):
         return "llama-timings"
-    if any(_OLLAMA_RE.match(ln) and _OLLAMA_RE.match(ln).group(1).lower() == "eval rate" for ln in _unquote(text)):
+    if any(_OLLAMA_RE.match(ln) and _OLLAMA_RE.match(ln).group(1).lower() == "eval rate" for ln in lines):
         return "ollama-verbose"
-    if any(_KOBOLD_START.match(ln) for ln in _unquote(text)):
+    if any(_KOBOLD_START.match(ln) for ln in lines):
         return "koboldcpp-benchmark"
     return None
 
@@ -4307,6 +4308,15 @@ def _json_items(text, path) -> list[tuple[int, object]]:
         return _jsonl(text, path)
     items = []
     n = len(text)
+    at = [0, 1]   # a position and its line: each line number counted on from the last one (counting from the
+                  # start for every element made a 50,000-row file quadratic: minutes)
+
+    def line_of(j):
+        if j < at[0]:
+            at[0], at[1] = 0, 1
+        at[1] += text.count("\n", at[0], j)
+        at[0] = j
+        return at[1]
 
     def skip(j):
         while j < n and text[j] in " \t\r\n":
@@ -4316,7 +4326,7 @@ def _json_items(text, path) -> list[tuple[int, object]]:
     while True:     # each list
         i = skip(i + 1)
         while not (i < n and text[i] == "]"):   # (none in an empty list)
-            line = text.count("\n", 0, i) + 1
+            line = line_of(i)
             try:
                 obj, i = dec.raw_decode(text, i)
             except json.JSONDecodeError as e:
@@ -4326,15 +4336,15 @@ def _json_items(text, path) -> list[tuple[int, object]]:
             if i < n and text[i] == "]":
                 break
             if not (i < n and text[i] == ","):
-                _fail(path, text.count("\n", 0, i) + 1, "not valid JSON (expected ',' or ']')")
+                _fail(path, line_of(i), "not valid JSON (expected ',' or ']')")
             i = skip(i + 1)
             if i < n and text[i] == "]":
-                _fail(path, text.count("\n", 0, i) + 1, "not valid JSON (a ',' before the list's ']')")
+                _fail(path, line_of(i), "not valid JSON (a ',' before the list's ']')")
         i = skip(i + 1)
         if i == n:
             return items
         if text[i] != "[":
-            _fail(path, text.count("\n", 0, i) + 1, "text after the end of the JSON list")
+            _fail(path, line_of(i), "text after the end of the JSON list")
 
 
 def _jsonl(text, path) -> list[tuple[int, dict]]:
@@ -4378,7 +4388,11 @@ def _split_md(ln: str) -> list[str]:
 
 def _md_headers(text) -> list[list[str]]:
     """The header rows of every markdown table of `text`, in order."""
-    lines, tab_heads = _unquote_tabs(text)
+    return _md_headers_of(*_unquote_tabs(text))
+
+
+def _md_headers_of(lines, tab_heads) -> list[list[str]]:
+    """_md_headers of `text`'s lines and table-header indexes as _unquote_tabs gives them."""
     return [_split_md(ln) for i, ln in enumerate(lines) if ln.lstrip().startswith("|") and (
         i in tab_heads or (i + 1 < len(lines) and re.fullmatch(r"\s*\|?[\s:|-]+\|?\s*", lines[i + 1])
                            and "-" in lines[i + 1]))]
