@@ -738,7 +738,7 @@ def cmd_calibrate(args) -> int:
             continue        # --hardware says the card the file does not
         print(n if n.startswith(("note", "notice", "warning")) else f"note: {n}", file=sys.stderr)
     name = args.name or os.path.splitext(os.path.basename(args.out))[0]
-    fit = cal.calibrate(pts, name=name, base=args.base)
+    fit = cal.calibrate(pts, name=name, base=args.base, progress=not args.quiet)
     print(fit.table())
     cal.write_profile(args.out, fit)
     print(f"wrote the calibrated profile to {args.out} (use it as --runtime calibrated:{args.out})", file=sys.stderr)
@@ -1239,6 +1239,7 @@ def build_parser() -> argparse.ArgumentParser:
                     help="overwrite --out even if it is not a runtime profile (never one of the input files)")
     sp.add_argument("--exclude-unstable", action="store_true",
                     help="leave out records marked unstable (stable: false); by default they are fitted with a warning")
+    sp.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
 
     sp = add("truth-table", "every shipped and CPU-measured point beside its ideal, typical and calibrated "
                             "prediction, with errors and the MAPE per runtime (docs/TRUTH_TABLE.md)", cmd_truth_table)

@@ -398,3 +398,23 @@ def test_a_parameter_stopped_just_inside_its_bound_is_said_to_be_at_it():
     line = next(l for l in fit.table().splitlines() if l.startswith("fitted: "))
     v = cal._get(fit.profile, "compute_efficiency.attention")
     assert 1 - 1e-3 < v < 1 and "compute_efficiency.attention = 0.9999 (at its upper bound 1" in line, line
+
+
+def test_calibrate_shows_a_bar_over_every_fit_and_quiet_hides_it(tmp_path, capsys):
+    """The leave-one-out error refits once per point, each fit over all of them: a calibrate over
+    many files runs for minutes, so it shows a bar with its ETA, one tick per fit (the fit and the
+    n leave-one-out fits), and -q hides it, as every long command's."""
+    src = os.path.join(MEASURED, "llama-cpp-1x3090.json")
+    n = len(cal.load_points([src]))
+    assert n >= 2
+    out = tmp_path / "p.json"
+    assert cli.main(["calibrate", src, "--out", str(out)]) == 0
+    err = capsys.readouterr().err
+    assert "calibrate" in err and f"{n + 1}/{n + 1}" in err, err
+    assert cli.main(["calibrate", src, "--out", str(tmp_path / "q.json"), "-q"]) == 0
+    err = capsys.readouterr().err
+    assert f"/{n + 1}" not in err and "fit/s" not in err and "s/fit" not in err, err
+    # the profile written is the same with or without the bar
+    a, b = json.loads(out.read_text()), json.loads((tmp_path / "q.json").read_text())
+    a.pop("name", None), b.pop("name", None)
+    assert a["calibration"]["points"] == b["calibration"]["points"]

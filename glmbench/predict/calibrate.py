@@ -700,26 +700,43 @@ def _at_bound(name: str, v: float) -> str:
     return ""
 
 
-def loo_predictions(points: Sequence[Point], base="typical") -> list:
+def loo_predictions(points: Sequence[Point], base="typical", bar=None) -> list:
     """Each point predicted by a profile fitted (fit_profile, choosing again) without it; all None
-    for fewer than two points."""
+    for fewer than two points. `bar` (a tqdm bar, or None) ticks once per fit."""
     points = list(points)
     if len(points) < 2:
         return [None] * len(points)
-    return [predict_point(points[i], fit_profile(points[:i] + points[i + 1:], base)[0]) for i in range(len(points))]
+    out = []
+    for i in range(len(points)):
+        out.append(predict_point(points[i], fit_profile(points[:i] + points[i + 1:], base)[0]))
+        if bar is not None:
+            bar.update(1)
+    return out
 
 
 def calibrate(points: Sequence[Point], *, name: str = "calibrated", base="typical", description: str = "",
-              loo: bool = True) -> Calibration:
+              loo: bool = True, progress: bool = False) -> Calibration:
     """Fit a profile to the points (fit_profile), with each point's residual, the MAPE and the
     leave-one-out predictions; the profile's `calibration` field records all of it and where the
-    measurements came from."""
+    measurements came from. The leave-one-out error refits once per point (n + 1 fits, each over
+    the points): `progress` shows a bar with its ETA."""
     points = list(points)
     if len(points) < 1:
         raise CalibrationError("no measured points to calibrate against")
-    prof, fitted, kept, start, why = fit_profile(points, base)
-    predicted = [predict_point(p, prof) for p in points]
-    loo_pred = loo_predictions(points, base) if loo else [None] * len(points)
+    n_fits = 1 + (len(points) if loo and len(points) >= 2 else 0)
+    bar = None
+    if progress:
+        from tqdm.auto import tqdm
+        bar = tqdm(total=n_fits, desc="calibrate", unit="fit")
+    try:
+        prof, fitted, kept, start, why = fit_profile(points, base)
+        if bar is not None:
+            bar.update(1)
+        predicted = [predict_point(p, prof) for p in points]
+        loo_pred = loo_predictions(points, base, bar) if loo else [None] * len(points)
+    finally:
+        if bar is not None:
+            bar.close()
     b = cm.load_runtime(base)
     cal = Calibration(prof, points, fitted, kept, predicted, loo_pred, [predict_point(p, b) for p in points], b.name)
     sources = dict(b.sources)
