@@ -180,3 +180,40 @@ def test_interrupt_says_what_was_kept(tmp_path, monkeypatch, capsys, argv, says)
     err = capsys.readouterr().err
     assert rc == cli.EXIT_INTERRUPTED
     assert err.strip().splitlines()[-1] == "glmbench: interrupted (" + says.format(d=tmp_path) + ")"
+
+
+def test_azure_trace_parses_each_second_once(tmp_path):
+    """An Azure trace's rows share their whole second with their neighbours (thousands of requests
+    an hour): strptime, half of reading a 1.5M-line trace, runs once per distinct second, and the
+    arrivals are the same as parsing every row on its own."""
+    import datetime
+    from glmbench.predict import traces
+    rows = []
+    for i in range(600):
+        sec, frac = divmod(i, 200)              # 3 distinct seconds, 200 rows each
+        rows.append(f"2023-11-16 18:17:0{sec}.{frac:07d},{10 + i},2")
+    p = tmp_path / "az.csv"
+    p.write_text("TIMESTAMP,ContextTokens,GeneratedTokens\n" + "\n".join(rows) + "\n")
+    traces._azure_seconds.cache_clear()
+    tr = traces.read(str(p))
+    assert traces._azure_seconds.cache_info().misses == 3
+    t0 = datetime.datetime(2023, 11, 16, 18, 17, 0, tzinfo=datetime.timezone.utc).timestamp()
+    want = [(datetime.datetime(2023, 11, 16, 18, 17, i // 200, tzinfo=datetime.timezone.utc).timestamp() - t0)
+            + (i % 200) * 1e-7 for i in range(600)]
+    got = tr.arrival_s
+    assert got == pytest.approx(want, abs=1e-9)
+
+
+def test_a_trace_study_of_one_run_ticks_per_request(capsys):
+    """`trace` on one setup is one replay: the bar of runs alone stays at 0/1 until the end (no
+    ETA for a million-request trace); the replay's own bar ticks per request beneath it."""
+    from glmbench.predict import costmodel as cm
+    from glmbench.predict import replay as rp
+    from glmbench.predict import traces
+    n = 40
+    tr = traces.from_requests([(0.05 * i, 200, 8) for i in range(n)], name="ladder")
+    rp.study(tr, [cm.Setup("glm-4.7-flash", "rtx-3090")], prefix_cache=(False,), progress=True)
+    err = capsys.readouterr().err
+    assert "1/1" in err and f"/{n} [" in err and "req/s" in err, err
+    rp.study(tr, [cm.Setup("glm-4.7-flash", "rtx-3090")], prefix_cache=(False,), progress=False)
+    assert capsys.readouterr().err == ""

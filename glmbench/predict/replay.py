@@ -964,7 +964,9 @@ def study(trace, setups: Sequence[cm.Setup], config: ServerConfig | None = None,
     from glmbench.predict import sweep
     for s, p in it:
         c = ServerConfig(cfg.max_num_seqs, cfg.max_batched_tokens, p, cfg.kv_tokens, cfg.step_costs)
-        res = replay(tr, s, c, ttft_slo_s=ttft_slo_s, tpot_slo_s=tpot_slo_s)
+        # progress: the run's own bar, per request, under the bar of runs (a single run of a
+        # million-request trace ticks there, with its ETA, not only at its end)
+        res = replay(tr, s, c, ttft_slo_s=ttft_slo_s, tpot_slo_s=tpot_slo_s, progress=progress)
         # what each row is (predicted, or calibrated) and of what, after its figures
         f = sweep.setup_fields(s)
         what = {k: f[k] for k in SETUP_FIELDS if k in f}
