@@ -73,3 +73,7 @@ def test_committed_notebook_holds_its_outputs(path):
     # the stable form regenerate.py writes: counts in cell order from 1, no per-cell timestamps
     assert [c.execution_count for c in code] == list(range(1, len(code) + 1))
     assert not [c for c in nb.cells if "execution" in c.metadata]
+    # no warnings or paths of the machine that ran it (tqdm's "IProgress not found" in a kernel
+    # without ipywidgets carried the site-packages path: glmbench/_progress.py imports it quietly)
+    stderr = "".join(o.get("text", "") for o in outputs if o.get("output_type") == "stream" and o.get("name") == "stderr")
+    assert "Warning" not in stderr and "site-packages" not in stderr, f"{name}: {stderr[:300]}"

@@ -45,7 +45,7 @@ import time
 from typing import Sequence
 
 import numpy as np
-from tqdm.auto import tqdm
+from glmbench._progress import tqdm
 
 from glmbench import vocab
 from glmbench.measure import machine, protocol

@@ -726,7 +726,7 @@ def calibrate(points: Sequence[Point], *, name: str = "calibrated", base="typica
     n_fits = 1 + (len(points) if loo and len(points) >= 2 else 0)
     bar = None
     if progress:
-        from tqdm.auto import tqdm
+        from glmbench._progress import tqdm
         bar = tqdm(total=n_fits, desc="calibrate", unit="fit")
     try:
         prof, fitted, kept, start, why = fit_profile(points, base)

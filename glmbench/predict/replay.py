@@ -588,7 +588,7 @@ def replay(trace, setup: cm.Setup, config: ServerConfig | None = None, *,
 
     bar = None
     if progress:
-        from tqdm.auto import tqdm
+        from glmbench._progress import tqdm
         bar = tqdm(total=remaining, desc=f"replay {tr.name}", unit="req", leave=False)
 
     def used():
@@ -959,7 +959,7 @@ def study(trace, setups: Sequence[cm.Setup], config: ServerConfig | None = None,
     jobs = [(s, p) for p in modes for s in setups]
     it = jobs
     if progress:
-        from tqdm.auto import tqdm
+        from glmbench._progress import tqdm
         it = tqdm(jobs, desc=f"replay {tr.name}", unit="run")
     from glmbench.predict import sweep
     for s, p in it:

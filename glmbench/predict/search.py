@@ -693,7 +693,7 @@ def search(trace, objective: Objective, *, models: Sequence = (), gpus: Sequence
     calls: Counter = Counter()
     bar = None
     if progress and todo:
-        from tqdm.auto import tqdm
+        from glmbench._progress import tqdm
         bar = tqdm(total=len(todo), desc=f"search {tr.name}", unit="setup", smoothing=0.05)
 
     def got(r):

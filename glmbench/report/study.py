@@ -17,7 +17,7 @@ from glmbench.predict import costmodel as cm
 from glmbench.predict import hardware
 from glmbench.predict import sweep as sw
 from glmbench.results import records as rec
-from tqdm.auto import tqdm
+from glmbench._progress import tqdm
 
 GIB = 1024 ** 3
 
