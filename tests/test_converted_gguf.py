@@ -60,8 +60,10 @@ EXTRA = {
                                         pad_token_id=0, bos_token_id=1, eos_token_id=2)),
     "minimax_m2": ("minimax_m2", dict(_DENSE, intermediate_size=32, num_local_experts=4, num_experts_per_tok=2,
                                       rotary_dim=8, pad_token_id=0, bos_token_id=1, eos_token_id=2)),
+    # (ERNIE 4.5 MoE: the converter writes the shared MLP's width as intermediate_size // num_key_value_heads, which
+    # llama.cpp sizes it by: 128 // 2 = 2 x 32, as the released 12288 // 4 = 2 x 1536)
     "ernie4_5_moe": ("ernie4_5_moe", dict({k: v for k, v in _DENSE.items() if k != "head_dim"}, num_hidden_layers=3,
-                                          moe_intermediate_size=32, moe_num_experts=4, moe_k=2,
+                                          intermediate_size=128, moe_intermediate_size=32, moe_num_experts=4, moe_k=2,
                                           moe_num_shared_experts=2, moe_layer_start_index=1,
                                           pad_token_id=0, bos_token_id=1, eos_token_id=2)),
     # Ministral 3 (llama.cpp's mistral3 architecture): Mistral's layers, YaRN with the attention temperature

@@ -370,22 +370,60 @@ def test_token_embd_rows_are_the_tokenizers_count(tmp_path):
                 configs.load(p)
 
 
+# ERNIE-4.5-21B-A3B's shape: a dense first layer, then 4 experts of 32 and two shared ones; the converter writes the
+# shared MLP's width as HF's intermediate_size // num_key_value_heads (128 // 2 = 64 = 2 x 32, as 12288 // 4 = 2 x 1536)
+_ERNIE = dict(model_type="ernie4_5_moe", vocab_size=160, hidden_size=64, intermediate_size=128, num_hidden_layers=3,
+              num_attention_heads=4, num_key_value_heads=2, rms_norm_eps=1e-5, max_position_embeddings=4096,
+              moe_intermediate_size=32, moe_num_experts=4, moe_k=2, moe_num_shared_experts=2, moe_layer_start_index=1)
+_ERNIE_KEYS = {"expert_count": 4, "expert_used_count": 2, "expert_feed_forward_length": 32, "expert_shared_count": 2,
+               "expert_shared_feed_forward_length": 64, "leading_dense_block_count": 1, "interleave_moe_layer_step": 1,
+               "feed_forward_length": 128}
+
+
+def _ernie(p, drop=(), hc=None, **extra):
+    return gguf_writer.write_synth(p, hc or _ERNIE, "ernie4_5-moe", _ERNIE_KEYS, drop, extra)
+
+
 def test_ernie_moe_needs_its_interleave_step(tmp_path):
     """ernie4-5.cpp reads interleave_moe_layer_step with get_key (required; the converter always writes it);
     glmbench took 1 from a file without it."""
-    hc = dict(model_type="ernie4_5_moe", vocab_size=160, hidden_size=64, intermediate_size=96, num_hidden_layers=3,
-              num_attention_heads=4, num_key_value_heads=2, rms_norm_eps=1e-5, max_position_embeddings=4096,
-              moe_intermediate_size=32, moe_num_experts=4, moe_k=2, moe_num_shared_experts=2, moe_layer_start_index=1)
-    keys = {"expert_count": 4, "expert_used_count": 2, "expert_feed_forward_length": 32, "expert_shared_count": 2,
-            "leading_dense_block_count": 1, "interleave_moe_layer_step": 1, "feed_forward_length": 96}
-
-    def write(p, drop=()):
-        return gguf_writer.write_synth(p, hc, "ernie4_5-moe", keys, drop)
-
     p = str(tmp_path / "ok.gguf")
-    want = write(p)
+    want = _ernie(p)
     assert configs.load(p).moe_layers == want.moe_layers == (1, 2)
-    gguf_writer.check_required_keys(tmp_path, write, "ernie4_5-moe", ("interleave_moe_layer_step",))
+    gguf_writer.check_required_keys(tmp_path, _ernie, "ernie4_5-moe", ("interleave_moe_layer_step",))
+
+
+def test_ernie_moe_shared_mlp_sized_by_its_width_key(tmp_path):
+    """ernie4-5.cpp sizes the shared MLP by expert_shared_feed_forward_length alone (get_key, optional) and creates
+    its tensors only where that is > 0; expert_shared_count it never reads. glmbench sized it expert_shared_count x
+    the experts' width: a file without the width key (which llama.cpp runs without a shared MLP, and refuses if it
+    holds the shexp tensors) read with two shared experts, and a width of one expert with two."""
+    p = str(tmp_path / "ok.gguf")
+    want = _ernie(p)
+    cfg, names = gguf_writer.read_back(p, want)
+    assert cfg.shared_expert_intermediate_size == 64 and "blk.1.ffn_up_shexp.weight" in names
+    # the width key missing: no shared MLP in llama.cpp, so the file's shexp tensors are ones it does not create
+    p0 = str(tmp_path / "nowidth.gguf")
+    _ernie(p0, drop=("expert_shared_feed_forward_length",))
+    with pytest.raises(gguf_file.GGUFError, match=r"tensor 'blk\.1\.ffn_\w+_shexp\.weight' is a shared expert's, but "
+                                                  r"the metadata gives layer 1 none \('ernie4_5-moe\.expert_shared_count' = 2\)"):
+        configs.load(p0)
+    # ... and the model written without them reads with none, whatever expert_shared_count says
+    p1 = str(tmp_path / "none.gguf")
+    want = _ernie(p1, drop=("expert_shared_feed_forward_length",), hc={**_ERNIE, "moe_num_shared_experts": 0})
+    cfg, names = gguf_writer.read_back(p1, want)
+    assert cfg.shared_expert_intermediate_size == 0 and not any("shexp" in n for n in names)
+    # one expert's width with expert_shared_count 2: one shared expert of 32, as llama.cpp reads it
+    p2 = str(tmp_path / "one.gguf")
+    want = _ernie(p2, hc={**_ERNIE, "moe_num_shared_experts": 1}, expert_shared_feed_forward_length=32)
+    cfg, _ = gguf_writer.read_back(p2, want)
+    assert cfg.shared_expert_intermediate_size == 32
+    # a width HF's ERNIE cannot build (no whole number of experts): one error naming the key
+    p3 = str(tmp_path / "odd.gguf")
+    _ernie(p3, expert_shared_feed_forward_length=48)
+    with pytest.raises(gguf_file.GGUFError, match=r"metadata 'ernie4_5-moe\.expert_shared_feed_forward_length' = 48 "
+                                                  r"is not a whole number of experts' widths"):
+        configs.load(p3)
 
 
 def test_gpt_oss_window_pattern_as_flags(tmp_path):

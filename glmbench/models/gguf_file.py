@@ -1005,13 +1005,22 @@ def hf_config(g: GGUFFile) -> dict:
         return hf
     if arch == "ernie4_5-moe":
         # the MoE layers: from leading_dense_block_count on, every interleave_moe_layer_step-th
-        # (conversion/ernie.py); the shared experts' count, each of the experts' width
+        # (conversion/ernie.py). The shared MLP as llama.cpp's loader sizes it (src/models/ernie4-5.cpp): by
+        # expert_shared_feed_forward_length alone (get_key, optional; the converter writes HF's intermediate_size //
+        # num_key_value_heads), none where the key is missing or 0 (expert_shared_count is not read); HF's ERNIE
+        # builds it moe_num_shared_experts x moe_intermediate_size wide, so a width that is no whole number of
+        # experts' is a model it cannot state
         start = m("leading_dense_block_count", 0, minimum=0)
         every = m("interleave_moe_layer_step", required=True, minimum=1)   # (llama.cpp's get_key: required)
+        fe = m("expert_feed_forward_length", required=True, minimum=1)
+        fs = m("expert_shared_feed_forward_length", 0, minimum=0)
+        if fs % fe:
+            raise GGUFError(f"{g.path}: metadata '{arch}.expert_shared_feed_forward_length' = {fs} is not a whole "
+                            f"number of experts' widths ('{arch}.expert_feed_forward_length' = {fe}): HF's ERNIE 4.5 "
+                            f"builds its shared MLP moe_num_shared_experts x moe_intermediate_size wide")
         hf.update(model_type="ernie4_5_moe", moe_num_experts=m("expert_count", required=True, minimum=1),
-                  moe_k=m("expert_used_count", required=True, minimum=1),
-                  moe_intermediate_size=m("expert_feed_forward_length", required=True, minimum=1),
-                  moe_num_shared_experts=m("expert_shared_count", 0, minimum=0), moe_layer_start_index=start,
+                  moe_k=m("expert_used_count", required=True, minimum=1), moe_intermediate_size=fe,
+                  moe_num_shared_experts=fs // fe, moe_layer_start_index=start,
                   moe_layer_end_index=max(moe_layers) if moe_layers else -1, moe_layer_interval=every,
                   use_bias=hf["attention_bias"])
         return hf
