@@ -2,6 +2,7 @@
 load_arch_tensors, src/llama-model-loader.cpp, src/llama-quant.cpp): a file llama.cpp loads is read with the
 hyperparameters llama.cpp takes, and one it refuses is one GGUFError naming the key or tensor, never a model run
 without some of its tensors or with other shapes. Small files written with the gguf package (tests/gguf_writer.py)."""
+import numpy as np
 import pytest
 
 gguf = pytest.importorskip("gguf", reason="GGUF tests need the gguf package")
@@ -440,3 +441,30 @@ def test_gpt_oss_window_pattern_as_flags(tmp_path):
     p = str(tmp_path / "flags.gguf")
     gguf_writer.write_synth(p, hc, "gpt-oss", keys)
     assert configs.load(p).windowed_layers == (1, 2)
+
+
+def test_qwen2moe_needs_experts_on_every_layer(tmp_path):
+    """qwen2moe.cpp creates each layer's router, experts and shared expert required, on every layer: a file with a
+    dense layer (HF's mlp_only_layers) does not load there. glmbench read it with that layer dense."""
+    hc = dict(model_type="qwen2_moe", vocab_size=160, hidden_size=64, intermediate_size=96, num_hidden_layers=3,
+              num_attention_heads=4, num_key_value_heads=2, rms_norm_eps=1e-6, max_position_embeddings=4096,
+              moe_intermediate_size=32, num_experts=4, num_experts_per_tok=2, shared_expert_intermediate_size=48)
+    keys = {"expert_count": 4, "expert_used_count": 2, "expert_feed_forward_length": 32,
+            "expert_shared_feed_forward_length": 48, "feed_forward_length": 96}
+    p = str(tmp_path / "ok.gguf")
+    want = gguf_writer.write_synth(p, hc, "qwen2moe", keys)
+    cfg, _ = gguf_writer.read_back(p, want)
+    assert cfg.moe_layers == (0, 1, 2)
+    # the same file with layer 1 a dense MLP of 96 (no router, experts or shared expert there)
+    p = str(tmp_path / "dense1.gguf")
+    w = gguf.GGUFWriter(p, "qwen2moe")
+    gguf_writer.add_metadata(w, "qwen2moe", {**gguf_writer.gqa_meta(want), **keys})
+    for n, t in gguf_file.read(str(tmp_path / "ok.gguf")).tensors.items():
+        if not n.startswith("blk.1.ffn_") or n == "blk.1.ffn_norm.weight":
+            w.add_tensor(n, np.zeros(t.shape, np.float16 if len(t.shape) >= 2 and "gate_inp" not in n else np.float32))
+    for n, shape in (("ffn_gate", (96, 64)), ("ffn_up", (96, 64)), ("ffn_down", (64, 96))):
+        w.add_tensor(f"blk.1.{n}.weight", np.zeros(shape, np.float16))
+    gguf_writer.finish(w)
+    with pytest.raises(gguf_file.GGUFError, match=r"tensor 'blk\.1\.ffn_gate_inp\.weight' is missing: llama\.cpp's "
+                                                  r"qwen2moe loader requires experts on every layer"):
+        configs.load(p)

@@ -1028,10 +1028,14 @@ def hf_config(g: GGUFFile) -> dict:
         # llama.cpp's qwen2moe: experts on every layer, one shared expert behind a sigmoid gate
         # (ffn_gate_inp_shexp); the top-k weights not renormalised. A file without the widths' keys (early
         # 2024 conversions) gives them by its tensors' rows (llama.cpp's loader derives them from
-        # feed_forward_length then; the rows are what the file holds)
+        # feed_forward_length then; the rows are what the file holds). A layer without its router is a file
+        # llama.cpp refuses (src/models/qwen2moe.cpp creates ffn_gate_inp and the experts on every layer, required)
+        dense = [i for i in range(L) if i not in moe_layers]
+        if dense:
+            raise GGUFError(f"{g.path}: tensor '{blk(dense[0], 'ffn_gate_inp')}' is missing: llama.cpp's qwen2moe "
+                            f"loader requires experts on every layer ({len(dense)} of {L} layers have no router)")
         hf.update(model_type="qwen2_moe", **_qwen_moe_sizes(g, m),
-                  qkv_bias=hf["attention_bias"], decoder_sparse_step=1,
-                  mlp_only_layers=[i for i in range(L) if i not in moe_layers], norm_topk_prob=False)
+                  qkv_bias=hf["attention_bias"], decoder_sparse_step=1, mlp_only_layers=[], norm_topk_prob=False)
         return hf
     if arch == "mistral3":
         # conversion/mistral3.py: Mistral Small 3.1 / 3.2's text layers (HF model_type mistral) as llama's, q / k
