@@ -468,3 +468,22 @@ def test_qwen2moe_needs_experts_on_every_layer(tmp_path):
     with pytest.raises(gguf_file.GGUFError, match=r"tensor 'blk\.1\.ffn_gate_inp\.weight' is missing: llama\.cpp's "
                                                   r"qwen2moe loader requires experts on every layer"):
         configs.load(p)
+
+
+@pytest.mark.parametrize("arch", ["nemotron_h", "nemotron_h_moe"])
+def test_nemotron_h_needs_its_layernorm_epsilon_beside_the_rms_one(tmp_path, arch):
+    """nemotron-h.cpp (nemotron_h_moe reuses its load_arch_hparams) reads attention.layer_norm_epsilon with get_key,
+    required, and then prefers attention.layer_norm_rms_epsilon where the file has it: a file with the RMS key alone
+    does not load. glmbench read it by the RMS key."""
+    import llama_cpp_convert as lc
+    from test_gguf_mamba import _SYNTH, _write
+    p = str(tmp_path / "ok.gguf")
+    _write(p, arch, _SYNTH[arch])
+    g = gguf_file.read(p)
+    base = dict(g.metadata)
+    assert lc.hf_config_with(g, base)["layer_norm_epsilon"] == pytest.approx(1e-5)
+    # both keys: the RMS one's value, as llama.cpp takes it
+    assert lc.hf_config_with(g, base, **{"attention.layer_norm_rms_epsilon": 1e-6})["layer_norm_epsilon"] == \
+        pytest.approx(1e-6)
+    with pytest.raises(gguf_file.GGUFError, match=f"metadata '{arch}\\.attention\\.layer_norm_epsilon' is missing"):
+        lc.hf_config_with(g, base, **{"attention.layer_norm_epsilon": None, "attention.layer_norm_rms_epsilon": 1e-6})

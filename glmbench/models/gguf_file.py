@@ -1587,8 +1587,8 @@ def _mamba(g: GGUFFile, m: _Meta, hf: dict, L: int, blocks: int) -> dict:
         where head_count_kv and feed_forward_length are both 0, attention where only
         feed_forward_length is 0, an MLP / MoE where feed_forward_length is not (MoE where the block has
         a router, ffn_gate_inp) -> HF's hybrid_override_pattern (M, *, -, E);
-      * Nemotron: relu2 MLPs and experts (up / down only), eps attention.layer_norm_epsilon (the RMS key
-        where a file has one, as llama.cpp prefers it); the experts' count, top-k, width
+      * Nemotron: relu2 MLPs and experts (up / down only), eps attention.layer_norm_epsilon (required, as
+        llama.cpp's get_key requires it; the RMS key where a file has one, as llama.cpp prefers it); the experts' count, top-k, width
         (expert_feed_forward_length, else the tensors' rows), the shared expert's width, expert_weights_norm
         (llama.cpp's default false) and _scale (routed_scaling_factor), expert_group_count / _used_count;
         Nemotron 3 Super's latent MoE: moe_latent_size, its projections ffn_latent_down / ffn_latent_up;
@@ -1659,9 +1659,12 @@ def _mamba(g: GGUFFile, m: _Meta, hf: dict, L: int, blocks: int) -> dict:
 
     if not granite:
         del hf["rms_norm_eps"]
-        eps = m("attention.layer_norm_rms_epsilon", kind=float)
-        if eps is None:
-            eps = m("attention.layer_norm_epsilon", required=True, kind=float)
+        # (nemotron-h.cpp: attention.layer_norm_epsilon with get_key, required, whether or not the RMS key, which
+        # it prefers, is there)
+        eps = m("attention.layer_norm_epsilon", required=True, kind=float)
+        rms = m("attention.layer_norm_rms_epsilon", kind=float)
+        if rms is not None:
+            eps = rms
         mlp = [i for i, k in enumerate(kinds) if k == "-"]
         widths = sorted({ff[i] for i in mlp})
         if len(widths) > 1:
