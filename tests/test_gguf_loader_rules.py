@@ -277,6 +277,30 @@ def test_gemma_window_pattern_as_flags_or_a_period(tmp_path, arch, mt):
     assert configs.load(p).windowed_layers == (0, 1, 3, 4)
 
 
+def test_gemma2_windowed_layers_turn_by_the_swa_rope_base(tmp_path):
+    """gemma2.cpp reads rope.freq_base_swa (get_key, optional; default rope.freq_base) and its graph turns each
+    windowed layer by it (llama_model::get_rope_freq_base), the global ones by rope.freq_base. glmbench turned every
+    layer by rope.freq_base."""
+    hc = {**_GEMMA, "model_type": "gemma2", "num_hidden_layers": 4, "rope_theta": 10000.0}
+    keys = {"attention.sliding_window": 8, "attention.key_length": 16, "attention.value_length": 16}
+    p = str(tmp_path / "same.gguf")
+    gguf_writer.write_synth(p, hc, "gemma2", keys)
+    c = configs.load(p)
+    assert c.rope_local_theta is None and {c.layer_rope(i)["theta"] for i in range(4)} == {10000.0}
+    p = str(tmp_path / "swa.gguf")
+    gguf_writer.write_synth(p, hc, "gemma2", {**keys, "rope.freq_base_swa": 1000.0})
+    c = configs.load(p)
+    assert c.windowed_layers == (0, 2)
+    assert [c.layer_rope(i)["theta"] for i in range(4)] == [1000.0, 10000.0, 1000.0, 10000.0]
+    # llama.cpp scales the windowed layers' rope by the global scale too (rope_freq_scale_train_swa), which the
+    # plain local rope does not state: one error naming the key
+    p = str(tmp_path / "scaled.gguf")
+    gguf_writer.write_synth(p, hc, "gemma2", {**keys, "rope.freq_base_swa": 1000.0, "rope.scaling.factor": 2.0})
+    with pytest.raises(gguf_file.GGUFError, match=r"metadata 'gemma2\.rope\.freq_base_swa' = 1000\.0 differs from "
+                                                  r"'gemma2\.rope\.freq_base' = 10000\.0 in a file with rope scaling"):
+        configs.load(p)
+
+
 # ---- routing ----------------------------------------------------------------------------------------------------------
 def test_glm4moe_routing_defaults_are_llama_cpps(tmp_path):
     """src/models/glm4-moe.cpp: expert_weights_norm absent is false (no renormalisation; glmbench took true),

@@ -2406,7 +2406,8 @@ def _rope(r: _Reader) -> tuple[float, dict | None]:
 
 def _gemma_fields(r: _Reader) -> dict:
     """Gemma 2 and 3: query_pre_attn_scalar and final_logit_softcapping (null: off; Gemma 2's
-    default 30). Gemma 3: the local rope base (rope_local_base_freq, or transformers 5's
+    default 30; a GGUF's windowed-layer base as rope_parameters.sliding_attention's rope_theta, rope_local_theta,
+    as for Gemma 3). Gemma 3: the local rope base (rope_local_base_freq, or transformers 5's
     rope_parameters.sliding_attention.rope_theta; default 10000); its attn_logit_softcapping is not
     read, as HF's Gemma 3 attention does not apply it (modeling_gemma3.Gemma3Attention, transformers
     5.24). Gemma 2: one rope base, attn_logit_softcapping (default 50) applied to every layer's
@@ -2420,11 +2421,24 @@ def _gemma_fields(r: _Reader) -> dict:
         return None if v is None else float(v)
     out = dict(query_pre_attn_scalar=r.float("query_pre_attn_scalar"),
                final_logit_softcapping=cap("final_logit_softcapping"))
-    if r.mt == "gemma2":
-        out["attn_logit_softcapping"] = cap("attn_logit_softcapping")
-        return out
     rp = r.hf.get("rope_parameters") if isinstance(r.hf.get("rope_parameters"), dict) else {}
     local = rp.get("sliding_attention") if isinstance(rp.get("sliding_attention"), dict) else {}
+    if r.mt == "gemma2":
+        out["attn_logit_softcapping"] = cap("attn_logit_softcapping")
+        if "rope_theta" in local:
+            # (not HF's: Gemma2Config has one base. A GGUF's rope.freq_base_swa, which llama.cpp's gemma2 turns the
+            # windowed layers by (src/models/gemma2.cpp, llama_model::get_rope_freq_base), read as
+            # rope_parameters.sliding_attention as OLMo 3's; models/gguf_file.py)
+            lt = local["rope_theta"]
+            if isinstance(lt, bool) or not isinstance(lt, (int, float)) or not lt > 0 or not math.isfinite(lt):
+                raise ValueError(f"config field `rope_parameters.sliding_attention.rope_theta` must be a positive "
+                                 f"number, got {lt!r}")
+            if (local.get("rope_type") or local.get("type") or "default") != "default":
+                raise ValueError(f"config field `rope_parameters.sliding_attention.rope_type` = "
+                                 f"{local.get('rope_type') or local.get('type')!r}: Gemma 2's sliding layers are "
+                                 f"modelled with plain rope")
+            out["rope_local_theta"] = float(lt)
+        return out
     # (Gemma3TextConfig: rope_parameters.sliding_attention's own rope_theta first, then rope_local_base_freq)
     lt = local.get("rope_theta", r.hf.get("rope_local_base_freq", 10000.0))
     if isinstance(lt, bool) or not isinstance(lt, (int, float)) or not lt > 0 or not math.isfinite(lt):

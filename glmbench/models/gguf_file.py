@@ -799,11 +799,22 @@ def hf_config(g: GGUFFile) -> dict:
     if arch == "gemma2":
         # llama.cpp's gemma2 (src/models/gemma2.cpp): windows on layers 0, 2, 4... (pattern 2, default
         # window 4096), attention and final logit softcapping (its defaults 50 and 30 when absent), the
-        # 27B (46 layers) scaling queries by 1/sqrt(embedding_length / head_count); norms stored as 1 + w
+        # 27B (46 layers) scaling queries by 1/sqrt(embedding_length / head_count); norms stored as 1 + w. The
+        # windowed layers turn by rope.freq_base_swa (get_key, optional; default rope.freq_base: the converter
+        # writes none), read as OLMo 3's rope_parameters.sliding_attention; where it differs and the file scales its
+        # rope, llama.cpp scales the windowed layers too (rope_freq_scale_train_swa), which glmbench's plain local
+        # rope does not state: refused
         if emb is not None:
             hf["vocab_size"] = emb.shape[0]
         sw = m("attention.sliding_window", 4096, minimum=1)
         windowed, _ = _swa_pattern(g, m, L, 2)   # (load_swa_pattern: one flag per layer, or a period, default 2)
+        base_swa = m("rope.freq_base_swa", hf["rope_theta"], kind=float)
+        if base_swa != hf["rope_theta"]:
+            if hf.get("rope_scaling"):
+                raise GGUFError(f"{g.path}: metadata '{arch}.rope.freq_base_swa' = {base_swa} differs from "
+                                f"'{arch}.rope.freq_base' = {hf['rope_theta']} in a file with rope scaling: llama.cpp "
+                                f"scales the windowed layers' rope too, which glmbench does not model")
+            hf["rope_parameters"] = {"sliding_attention": {"rope_type": "default", "rope_theta": base_swa}}
         hf.update(model_type="gemma2", head_dim=hd, query_pre_attn_scalar=D // H if L == 46 else hd,
                   hidden_activation="gelu_pytorch_tanh", sliding_window=sw,
                   attn_logit_softcapping=m("attn_logit_softcapping", 50.0, kind=float) or None,
