@@ -255,6 +255,34 @@ def test_yarn_log_multiplier_as_each_loader_reads_it(tmp_path):
     assert (rs["mscale_all_dim"], rs["mscale"]) == (1.0, 1.0)
 
 
+def test_yarn_betas_read_only_where_llama_cpp_reads_them(tmp_path):
+    """rope.scaling.yarn_beta_fast / _slow: only mistral3's (and grok's) loaders read them (src/models/mistral3.cpp);
+    every other architecture runs llama-hparams.h's 32 / 1 whatever the file says (the converter writes HF's betas
+    for any model with them). glmbench read them in every architecture."""
+    hc = {**_LLAMA, "max_position_embeddings": 16384}
+    cfg = configs.from_hf(hc, "synth")
+    yarn = {"rope.scaling.factor": 16.0, "rope.scaling.original_context_length": 1024}
+    betas = {"rope.scaling.yarn_beta_fast": 8.0, "rope.scaling.yarn_beta_slow": 2.0}
+
+    def load(arch, meta):
+        p = str(tmp_path / f"{arch}-{len(meta)}.gguf")
+        w = gguf.GGUFWriter(p, arch)
+        gguf_writer.add_metadata(w, arch, {**gguf_writer.gqa_meta(cfg), **yarn, **meta})
+        w.add_string(f"{arch}.rope.scaling.type", "yarn")
+        gguf_writer.add_zero_tensors(w, cfg, "llama")
+        gguf_writer.finish(w)
+        return configs.load(p)
+
+    plain, stated = load("llama", {}), load("llama", betas)
+    assert plain.rope_type == stated.rope_type == "yarn"
+    assert "beta_fast" not in stated.hf["rope_scaling"] and "beta_slow" not in stated.hf["rope_scaling"]
+    assert np.array_equal(stated.rope_inv_freq(), plain.rope_inv_freq())
+    # mistral3 reads them: another ramp
+    plain, stated = load("mistral3", {}), load("mistral3", betas)
+    assert (stated.hf["rope_scaling"]["beta_fast"], stated.hf["rope_scaling"]["beta_slow"]) == (8.0, 2.0)
+    assert not np.allclose(stated.rope_inv_freq(), plain.rope_inv_freq())
+
+
 # ---- windows ----------------------------------------------------------------------------------------------------------
 _GEMMA = dict(vocab_size=128, hidden_size=64, intermediate_size=96, num_hidden_layers=6, num_attention_heads=4,
               num_key_value_heads=2, head_dim=16, rms_norm_eps=1e-6, max_position_embeddings=4096, sliding_window=8)

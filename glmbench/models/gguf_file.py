@@ -632,8 +632,11 @@ def hf_config(g: GGUFFile) -> dict:
             # Ministral 3's: mscale_all_dim as it is (conversion/mistral3.py), mscale 1 (llama-context.cpp);
             # llama.cpp's other loaders never read the key
             rs["mscale_all_dim"], rs["mscale"] = lm, 1.0
+        # the YaRN ramp's betas: read by llama.cpp's mistral3 (and grok) loaders only (src/models/mistral3.cpp's
+        # get_key); every other takes llama-hparams.h's 32 and 1 whatever the file says (the converter writes HF's
+        # beta_fast / beta_slow for any model whose rope_parameters has them), HF's defaults as well
         for k in ("beta_fast", "beta_slow"):
-            v = m(f"rope.scaling.yarn_{k}", kind=float)
+            v = m(f"rope.scaling.yarn_{k}", kind=float) if arch == "mistral3" else None
             if v:
                 rs[k] = v
         hf["rope_scaling"] = rs
