@@ -1394,9 +1394,13 @@ def _main(argv: list[str] | None = None) -> int:
             msg = f"out of memory: {e or 'an allocation failed'} (a smaller depth, prompt or model fits)"
         prog = f"glmbench {args.command}" if "args" in locals() and getattr(args, "command", None) else "glmbench"
         return _fail(f"{prog}: {msg}")
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as e:
         a = locals().get("args")
         out = str(getattr(a, "out", None) or "")
+        if getattr(e, "measured", None) == 0:   # measure.protocol.Interrupted: in the build, or before a point
+            print("glmbench: interrupted (nothing was measured yet" + (f"; nothing written to {out})" if out else ")"),
+                  file=sys.stderr)
+            return EXIT_INTERRUPTED
         # only a sweep or measure into a .json file, and a search into its folder, keep finished points to resume
         # from; a trace, report or calibrate interrupted has saved nothing (it said it had)
         resumes = getattr(a, "command", None) in ("sweep", "measure") and out.endswith(".json") or \
