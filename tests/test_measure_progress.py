@@ -3,6 +3,8 @@ total from the start (the runs each point takes at the least) and grows only whe
 the fly (a warm-up run more, a retry), saying so; the build has its own bar; Ctrl-C in the build says
 nothing was measured; sweep and measure print their records on stdout with or without --out.
 Counted with a fake bar, never timed."""
+import csv
+import io
 import itertools
 import json
 
@@ -158,6 +160,30 @@ def test_interrupt_after_a_point_says_what_was_kept(tmp_path, monkeypatch, capsy
     assert rc == 130
     assert err.strip().splitlines()[-1] == f"glmbench: interrupted (finished points are saved in {out}; rerun to resume)"
     assert len(records.read_records(out)) == 1
+
+
+# ---- stdout with --out: one rule for sweep and measure ----------------------------------------
+SWEEP = ["sweep", "-q", "--depths", "1K", "--cards", "1", "--tests", "tg"]
+
+
+@pytest.mark.parametrize("suffix", ["json", "csv"])
+def test_sweep_and_measure_print_their_table_with_or_without_out(tmp_path, capsys, suffix):
+    # sweep --out x.csv printed nothing, sweep --out x.json and measure --out either printed the table
+    cfg = _tiny_file(tmp_path)
+    for argv, name in ((SWEEP, "s"), (["measure", cfg, "-q", *MEASURE], "m")):
+        out = tmp_path / f"{name}.{suffix}"
+        assert cli.main([*argv, "--out", str(out)]) == 0
+        stdout, err = capsys.readouterr()
+        recs = records.read_records(out)
+        assert recs and stdout.startswith("| ") and stdout.count("\n| ") >= len(recs), (argv, stdout)
+        assert f"{out}" in err                      # what was written: said on stderr
+        # --json / --csv: that format alone on stdout, parseable, the same records as the file
+        assert cli.main([*argv, "--out", str(out), "--json"]) == 0
+        got = json.loads(capsys.readouterr().out)
+        assert [r["test"] for r in got] == [r["test"] for r in records.read_records(out)]
+        assert cli.main([*argv, "--out", str(out), "--csv"]) == 0
+        rows = list(csv.DictReader(io.StringIO(capsys.readouterr().out)))
+        assert len(rows) == len(records.read_records(out)) and "avg_ts" in rows[0]
 
 
 def test_a_model_files_build_ticks_per_layer_too(bars, tmp_path):
