@@ -251,8 +251,9 @@ def _read_before(path) -> list[dict]:
 
 # ---- output helpers -----------------------------------------------------------------------------
 def _emit_records(records, args, out_path=None):
-    """Write records where the user asked: --out FILE (.csv/.json), --json / --csv on stdout,
-    else a table."""
+    """Write records where the user asked: --out FILE (.csv/.json; what was written said on
+    stderr), and on stdout --json / --csv, else a table, with or without --out (sweep and measure
+    alike, README)."""
     if out_path:
         rec.write_records(out_path, records)
         print(f"wrote {len(records)} records to {out_path}", file=sys.stderr)
@@ -260,7 +261,7 @@ def _emit_records(records, args, out_path=None):
         sys.stdout.write(rec.to_json(records))
     elif getattr(args, "csv", False):
         sys.stdout.write(rec.to_csv(records))
-    elif not out_path:
+    else:
         print(format_table(records))
 
 
@@ -1179,8 +1180,8 @@ def build_parser() -> argparse.ArgumentParser:
                          "as the prompt length; with --n-prompt N: N tokens at each depth), mem, serve "
                          "(default: tg,pp,mem)")
     sp.add_argument("--out", metavar="FILE.json|FILE.csv",
-                    help="write the records to a file (a .json file resumes: a point is reused only if "
-                         "its inputs are unchanged)")
+                    help="also write the records to a file (stdout still shows the table, or --json / --csv; "
+                         "a .json file resumes: a point is reused only if its inputs are unchanged)")
     sp.add_argument("--force", action="store_true", help="overwrite --out even if it is not a glmbench result file")
     sp.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
     fmt_opts(sp)
@@ -1213,8 +1214,9 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--retries", type=int, default=0, metavar="N",
                     help="time a point marked unstable (the machine was busy) again, up to N times (CPU; default: 0)")
     sp.add_argument("--out", metavar="FILE.json|FILE.csv",
-                    help="write the records (a .json file resumes: a point is reused only if its config, "
-                         "settings, threads and code are unchanged)")
+                    help="also write the records to a file (stdout still shows the table, or --json / --csv; "
+                         "a .json file resumes: a point is reused only if its config, settings, threads and code "
+                         "are unchanged)")
     sp.add_argument("--force", action="store_true", help="overwrite --out even if it is not a glmbench result file")
     sp.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
     fmt_opts(sp)
@@ -1394,9 +1396,13 @@ def _main(argv: list[str] | None = None) -> int:
             msg = f"out of memory: {e or 'an allocation failed'} (a smaller depth, prompt or model fits)"
         prog = f"glmbench {args.command}" if "args" in locals() and getattr(args, "command", None) else "glmbench"
         return _fail(f"{prog}: {msg}")
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as e:
         a = locals().get("args")
         out = str(getattr(a, "out", None) or "")
+        if getattr(e, "measured", None) == 0:   # measure.protocol.Interrupted: in the build, or before a point
+            print("glmbench: interrupted (nothing was measured yet" + (f"; nothing written to {out})" if out else ")"),
+                  file=sys.stderr)
+            return EXIT_INTERRUPTED
         # only a sweep or measure into a .json file, and a search into its folder, keep finished points to resume
         # from; a trace, report or calibrate interrupted has saved nothing (it said it had)
         resumes = getattr(a, "command", None) in ("sweep", "measure") and out.endswith(".json") or \

@@ -512,6 +512,25 @@ def test_measure_cuda_checks_its_arguments(emu):
 
 
 @pytest.mark.skipif(GPU, reason="checks the behaviour without a device")
+def test_cli_measure_device_cuda_interrupted_in_the_build(emu, tmp_path, capsys, monkeypatch):
+    """Ctrl-C while the GPU model is built: exit 130 and one line saying nothing was measured (it
+    said the finished points were saved)."""
+    import json
+    from glmbench import cli
+
+    def interrupted(*a, **k):
+        raise KeyboardInterrupt
+    path = tmp_path / "tiny.json"
+    path.write_text(json.dumps({k: v for k, v in _tiny("glm").hf.items() if not k.startswith("_")}))
+    monkeypatch.setattr(cuda.CudaModel, "__init__", interrupted)
+    out = tmp_path / "r.json"
+    rc = cli.main(["measure", str(path), "--device", "cuda", "--depths", "16", "--n-prompt", "8", "--repeats", "1",
+                   "--out", str(out), "-q"])
+    assert rc == 130 and not out.exists()
+    assert capsys.readouterr().err.strip().splitlines() == [
+        f"glmbench: interrupted (nothing was measured yet; nothing written to {out})"]
+
+
 def test_cli_measure_device_cuda_without_a_device(capsys):
     from glmbench import cli
     assert cli.main(["measure", "qwen3-32b", "--device", "cuda", "-q"]) != 0

@@ -315,51 +315,75 @@ def _measure(cfg, depths, tests, layers, n_prompt, n_gen, weights, kv, mla_strat
     todo = protocol.todo(points, store)
     if not todo:
         return protocol.run(points, store, None)
-    bar = _bar(progress, sum(1 if p["test"] == "mem" else warmup + repeats for p in todo), cfg.name)
-    if bar is not None:
-        bar.set_postfix_str(f"building {len(idx) if idx else cfg.n_layers} layers")
+    # Building the model (seconds to a minute for a big one) has its own bar, of layers; the bar of
+    # runs starts once the first point can be timed, so its rate and ETA are the runs' alone. Its
+    # total is the runs each point takes at the least (_planned_runs); what is decided on the fly (a
+    # warm-up run more while the times still differ, a retry of an unstable point) grows it then.
+    build = _build_bar(progress, len(idx) if idx else cfg.n_layers, cfg.name)
+    if build is not None:
+        build.set_postfix_str("embeddings and output head first", refresh=True)
+    bar = None
     # a model file's weights are the user's input: what they do wrong is an error naming the file
     src = cfg.file_weights.path if state is not None and cfg.file_weights is not None else None
     try:
         try:
             m = Model(cfg, state, weights=weights, kv=kv, max_context=capacity, seed=seed,
                       mla_strategy=mla_strategy, layers=idx,
-                      progress=None if bar is None else
-                      (lambda i, n: bar.set_postfix_str(f"built {i}/{n} layers", refresh=True)))
+                      progress=None if build is None else (lambda i, n: _built(build, i)))
         except ValueError as e:   # ("`state_dict` lacks 'model.norm.weight'": the file's)
             if src is None or src in str(e):
                 raise
             raise ValueError(f"{src}: {e}") from None
-        built_kinds = [kinds[l.index] for l in m.layers]
-        # Validate before timing: one step must give finite logits, or the numbers mean nothing.
+        except KeyboardInterrupt:
+            raise protocol.Interrupted(0) from None
         try:
-            check = m.decode(0)
-        except ValueError as e:   # (the kernels refuse a NaN / inf activation)
-            if src is None or not _NON_FINITE.search(str(e)):
-                raise
-            check = np.array([np.nan])
-        if not np.all(np.isfinite(check)):
-            if src is not None:
-                raise ValueError(f"{src}: one decode step on its weights gave non-finite values (weights holding NaN "
-                                 "or inf, or overflowing float32); not timing it")
-            raise RuntimeError(f"{cfg.name}: the validation step gave non-finite logits; not timing it")
-        m.reset()
-        rng = np.random.default_rng(seed)
-        noise = _probe_noise() if any(p["test"] != "mem" for p in todo) else None
+            if build is not None:
+                build.set_postfix_str("checking one step", refresh=True)
+            built_kinds = [kinds[l.index] for l in m.layers]
+            # Validate before timing: one step must give finite logits, or the numbers mean nothing.
+            try:
+                check = m.decode(0)
+            except ValueError as e:   # (the kernels refuse a NaN / inf activation)
+                if src is None or not _NON_FINITE.search(str(e)):
+                    raise
+                check = np.array([np.nan])
+            if not np.all(np.isfinite(check)):
+                if src is not None:
+                    raise ValueError(f"{src}: one decode step on its weights gave non-finite values (weights holding "
+                                     "NaN or inf, or overflowing float32); not timing it")
+                raise RuntimeError(f"{cfg.name}: the validation step gave non-finite logits; not timing it")
+            m.reset()
+            rng = np.random.default_rng(seed)
+            if build is not None:
+                build.set_postfix_str("probing the memory bandwidth", refresh=True)
+            noise = _probe_noise() if any(p["test"] != "mem" for p in todo) else None
+        except KeyboardInterrupt:
+            raise protocol.Interrupted(0) from None
+        if build is not None:
+            build.set_postfix_str("ready", refresh=False)
+            build.close()
+            build = None
+        bar = _bar(progress, sum(_planned_runs(p, warmup, repeats) for p in todo), cfg.name)
+
+        def on_retry(p, attempt, r):   # an unstable point timed again: its runs join the total now
+            if bar is not None:
+                bar.total += _planned_runs(p, warmup, repeats)
+                bar.set_postfix_str(f"{_label(p)} retry {attempt - 1}/{retries} (unstable)", refresh=True)
         try:
             return protocol.run(
                 points, store, lambda p: _run_point(m, p, built_kinds, counts, rng, warmup, repeats, bar,
                                                     bandwidth_probe, routing_stats, noise),
-                on_point=None if bar is None else (lambda p: bar.set_postfix_str(f"{p['test']}@{p['n_depth']}")),
-                retries=retries)
+                on_point=None if bar is None else (lambda p: bar.set_postfix_str(_label(p))),
+                retries=retries, on_retry=on_retry)
         except ValueError as e:   # (a NaN / inf met past the validation step: an expert it did not route to, say)
             if src is None or not _NON_FINITE.search(str(e)):
                 raise
             raise ValueError(f"{src}: its weights gave a non-finite value while timing ({e}): weights holding NaN "
                              "or inf, or overflowing float32") from None
     finally:
-        if bar is not None:
-            bar.close()
+        for b in (build, bar):
+            if b is not None:
+                b.close()
 
 
 def attn_arithmetic(kv: str) -> str:
@@ -384,9 +408,42 @@ def _bar(progress, total, name):
     return tqdm(total=total, desc=f"measure {name}", unit="run", leave=True)
 
 
+def _build_bar(progress, n_layers, name):
+    """The bar of the build: one tick per layer built, then what runs before the first point."""
+    if not progress:
+        return None
+    return tqdm(total=n_layers, desc=f"build {name}", unit="layer", leave=True)
+
+
+def _built(build, i: int) -> None:
+    """Layer `i` built. The clock restarts at the first: the layers' rate (and ETA) is not that of
+    the embeddings and head built before them."""
+    if i == 1:
+        build.set_postfix_str("", refresh=False)
+        build.reset(total=build.total)
+    build.update(i - build.n)
+
+
+def _label(p) -> str:
+    return f"{p['test']}@{p['n_depth']}"
+
+
+def _min_warmup(warmup: int) -> int:
+    """The warm-up runs a point takes at the least: `warmup`, but two where it is 1 (a point warms up
+    until two consecutive runs agree, _steady: one run has nothing to agree with)."""
+    return max(int(warmup), 2) if warmup else 0
+
+
+def _planned_runs(p, warmup: int, repeats: int) -> int:
+    """The runs a point takes at the least (the bar's planned total): one for mem, else its fewest
+    warm-up runs and its timed repeats. More warm-up runs (up to WARMUP_EXTRA) and retries are
+    decided while it runs."""
+    return 1 if p["test"] == "mem" else _min_warmup(warmup) + int(repeats)
+
+
 def _advance(bar) -> None:
-    """One run done; a point retimed as unstable (`retries`) runs beyond the planned total, which
-    then grows with it, so the bar never counts past its end."""
+    """One run done; the total grows where runs are decided (an extra warm-up run, a retry); should
+    a run still come beyond it, the total grows with it, so the bar never counts past its end."""
     if bar is None:
         return
     if bar.n >= bar.total:
@@ -510,8 +567,9 @@ def _run_point(m, p, built_kinds, counts, rng, warmup, repeats, bar, bandwidth_p
     while rep < n_warm + repeats:
         if rep == n_warm and warmup and n_warm < warmup + WARMUP_EXTRA and not _steady(warm_t):
             n_warm += 1   # not steady yet (or one run: nothing to compare with): one more untimed run
-            if bar is not None:
-                bar.total += 1   # the bar counted `warmup` warm-up runs per point
+            if bar is not None and n_warm > _min_warmup(warmup):   # beyond the fewest the bar planned
+                bar.total += 1
+                bar.set_postfix_str(f"{_label(p)} warm-up run {n_warm} (times not steady yet)", refresh=True)
         if rep == n_warm:
             probe_before = _probe_gbs()
         if d:

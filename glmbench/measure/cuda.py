@@ -64,7 +64,10 @@ def measure(model, *, depths=(4096,), n_prompt: int = 512, n_gen: int = 1, tests
     if not protocol.todo(points, store):
         return protocol.run(points, store, None)
     capacity = max(depths) + max(n_prompt, 1) + 1
-    m = cuda.CudaModel(cfg, max_context=capacity, mla_strategy=mla_strategy, seed=seed, layers=n_built)
+    try:
+        m = cuda.CudaModel(cfg, max_context=capacity, mla_strategy=mla_strategy, seed=seed, layers=n_built)
+    except KeyboardInterrupt:   # Ctrl-C in the build: nothing measured yet (the CLI says so)
+        raise protocol.Interrupted(0) from None
 
     def time_point(p: dict) -> dict:
         r, d = dict(p), p["n_depth"]

@@ -146,31 +146,54 @@ def todo(points: list[dict], store) -> list[dict]:
     return out
 
 
+class Interrupted(KeyboardInterrupt):
+    """Ctrl-C during a measurement, with how many points this run had finished (`measured`: 0 when it
+    came while the model was built or before the first point was timed), for the CLI's last line."""
+
+    def __init__(self, measured: int):
+        super().__init__()
+        self.measured = int(measured)
+
+
 def run(points: list[dict], store, time_point: Callable[[dict], dict], on_point=None,
-        retries: int = 0) -> list[dict]:
+        retries: int = 0, on_retry=None) -> list[dict]:
     """Time the points `store` does not hold yet (or holds from other inputs: those records are
     replaced); return every point's record in plan order.
     A record marked `stable: false` is timed again, up to `retries` more times; the first stable
-    attempt is kept (else the last), with `attempts` saying how many were made."""
+    attempt is kept (else the last), with `attempts` saying how many were made. `on_retry(point,
+    attempt, record)` is called when a retry is decided, before it runs (a progress bar grows then).
+    Ctrl-C raises Interrupted with the number of points this run finished."""
     results = {}
-    for p in todo(points, store):
-        if on_point is not None:
-            on_point(p)
-        for attempt in range(1, int(retries) + 2):
-            r = time_point(p)
-            if r.get("stable") is not False:
-                break
-        if "stable" in r:
-            r["attempts"] = attempt
-        r["test_time"] = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
-        results[resume_key(r)] = r
-        if store is not None:
-            store.add(r)
+    try:
+        for p in todo(points, store):
+            _run_one(p, store, time_point, on_point, retries, on_retry, results)
+    except Interrupted:
+        raise
+    except KeyboardInterrupt:
+        raise Interrupted(len(results)) from None
     out = []
     for p in points:
         k = resume_key(p)
         out.append(results[k] if k in results else store.get(k))
     return out
+
+
+def _run_one(p, store, time_point, on_point, retries, on_retry, results) -> None:
+    if on_point is not None:
+        on_point(p)
+    r = None
+    for attempt in range(1, int(retries) + 2):
+        if r is not None and on_retry is not None:
+            on_retry(p, attempt, r)   # r: the previous attempt, marked unstable
+        r = time_point(p)
+        if r.get("stable") is not False:
+            break
+    if "stable" in r:
+        r["attempts"] = attempt
+    r["test_time"] = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
+    results[resume_key(r)] = r
+    if store is not None:
+        store.add(r)
 
 
 def stats(ts: list[float]) -> dict:

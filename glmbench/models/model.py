@@ -1404,7 +1404,11 @@ class Model:
                     _expect(a, s, n)
                     self.ple[n] = np.ascontiguousarray(_to_f32(a)) if len(s) == 1 else \
                         to_format(a, _tensor_fmt(weights, n, s, a))
-            self.layers = [_layer_from_hf(cfg, i, kinds[i], state_dict, weights) for i in idx]
+            self.layers = []
+            for n, i in enumerate(idx):
+                self.layers.append(_layer_from_hf(cfg, i, kinds[i], state_dict, weights))
+                if progress:
+                    progress(n + 1, len(idx))
 
         # a hybrid's linear layers keep their recurrent state (Layer.rstate), no cache layer: the cache
         # holds the built attention layers only (`_cache_layer`: built layer -> its cache layer, or -1)
