@@ -126,7 +126,9 @@ def test_attn_arithmetic_names_what_runs():
 def test_probe_bandwidth_measures():
     from glmbench.core import _core
     from glmbench import bench
-    triad, read = bench.probe_bandwidth(reps=1)
+    # best of 3: one pass on a shared 2-core machine once read 0.16 GB/s (CI, 2026-12-07: the
+    # machine starved for that pass); the bounds say the passes are real, not how fast they are
+    triad, read = bench.probe_bandwidth(reps=3)
     assert 0.5 < triad < 5000 and 0.5 < read < 5000  # GB/s of real passes on any machine
     a, b, c = np.zeros(4096, np.float32), np.ones(4096, np.float32), np.full(4096, 2.0, np.float32)
     assert min(_core.bench_probe(a, b, c, 2)) > 0
