@@ -345,6 +345,12 @@ _HF_TO_GGUF = {
 }
 
 
+# the released Mixtral / Phi-3.5-MoE checkpoints' expert names (block_sparse_moe.experts.E.w1 / w3 / w2, also what
+# transformers 5 saves) -> glmbench's per-expert projections (models/model.py renames a state dict, models/gguf_file.py
+# files a folder's stored bytes under them)
+BLOCK_SPARSE_EXPERT_NAMES = {"w1": "gate_proj", "w3": "up_proj", "w2": "down_proj"}
+
+
 def gguf_tensor_name(name: str) -> tuple[str, int | None]:
     """(llama.cpp tensor name without the layer prefix, layer index or None) for an HF or a GGUF
     tensor name: "model.layers.3.self_attn.v_proj.weight" -> ("attn_v.weight", 3),

@@ -2651,10 +2651,10 @@ def _stored_owner(name: str, shapes: dict) -> list:
                                                                                         ".mlp.shared_experts.")
     # (the released Mixtral / Phi-3.5-MoE names: block_sparse_moe.gate the router, experts' w1 / w3 / w2 their gate /
     # up / down; model.block_sparse_moe_state_dict)
+    from glmbench import vocab
     alias = re.sub(r"\.block_sparse_moe\.gate\.", ".mlp.gate.", alias)
     alias = re.sub(r"\.block_sparse_moe\.experts\.(w[123])\.",
-                   lambda m: {"w1": ".mlp.experts.gate_proj.", "w3": ".mlp.experts.up_proj.",
-                              "w2": ".mlp.experts.down_proj."}[m[1]], alias)
+                   lambda m: f".mlp.experts.{vocab.BLOCK_SPARSE_EXPERT_NAMES[m[1]]}.", alias)
     return _stored_owner(alias, shapes) if alias != n else []
 
 

@@ -1235,7 +1235,6 @@ _MOE_RENAMES = {"mlp.gate.wg.weight": "mlp.gate.weight", "mlp.router.weight": "m
 # conversion_mapping's "mixtral" / "phimoe" entries): block_sparse_moe.gate the router, block_sparse_moe.experts.E.w1 /
 # w3 / w2 each expert's gate / up / down -> the layer's MoE names (the per-expert ones stacked where the layer is built)
 _BLOCK_SPARSE_MOE = re.compile(r"^(model\.layers\.\d+\.)block_sparse_moe\.(?:(gate)\.weight|experts\.(\d+)\.(w[123])\.weight)$")
-_BLOCK_SPARSE_W = {"w1": "gate_proj", "w3": "up_proj", "w2": "down_proj"}
 
 
 def block_sparse_moe_state_dict(src: Mapping) -> dict:
@@ -1247,7 +1246,7 @@ def block_sparse_moe_state_dict(src: Mapping) -> dict:
     for key, a in src.items():
         m = _BLOCK_SPARSE_MOE.match(key)
         if m:
-            key = m[1] + ("mlp.gate.weight" if m[2] else f"mlp.experts.{m[3]}.{_BLOCK_SPARSE_W[m[4]]}.weight")
+            key = m[1] + ("mlp.gate.weight" if m[2] else f"mlp.experts.{m[3]}.{vocab.BLOCK_SPARSE_EXPERT_NAMES[m[4]]}.weight")
         out[key] = a
     return out
 
