@@ -25,7 +25,14 @@ def test_t1_note_follows_the_cache_size():
 def test_vnni_ceilings_cover_every_tile_mix():
     """The tile ceilings: one per scale-multiply count the K-quant tile uses, plus the plain peak."""
     v = b.vnni_ceilings()
-    if not v:  # no AVX-512 VNNI in this build
+    try:
+        vnni = b._core.bench_int8(1000, 1)[1] == "vpdpbusd"
+    except ValueError:          # neither AVX-512 VNNI nor AVX2 compiled in
+        vnni = False
+    if not vnni:  # no AVX-512 VNNI in this build: no ceilings (the C core refuses a scaled one), not made-up ones
+        assert v == {}
+        with pytest.raises(ValueError, match="needs AVX-512 VNNI"):
+            b._core.bench_int8(1000, 1, scales=2)
         return
     assert set(v) == {0, *b.TILE_SCALES.values()} and all(g > 0 for g in v.values())
 
