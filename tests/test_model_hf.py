@@ -225,10 +225,10 @@ def tiny_hf_model(model_type, seed=0, **overrides):
     """A tiny random HF model in float32, eager attention, with weights re-drawn at unit scale.
     `overrides` replace entries of TINY[model_type]."""
     from transformers import AutoConfig, AutoModelForCausalLM
-    try:
-        cfg = AutoConfig.for_model(model_type, **{**TINY[model_type], **overrides})
-    except (KeyError, ValueError) as e:
-        pytest.skip(f"transformers {transformers.__version__} lacks model type {model_type!r}: {e}")
+    from transformers.models.auto.configuration_auto import CONFIG_MAPPING
+    if model_type not in CONFIG_MAPPING:    # (a config this transformers refuses is a failure, not a skip)
+        pytest.skip(f"transformers {transformers.__version__} lacks model type {model_type!r}")
+    cfg = AutoConfig.for_model(model_type, **{**TINY[model_type], **overrides})
     cfg._attn_implementation = "eager"
     torch.manual_seed(seed)
     model = AutoModelForCausalLM.from_config(cfg, dtype=torch.float32).eval()
