@@ -89,11 +89,13 @@ class _CountingDict(dict):
         return super().get(*a)
 
 
-def test_compare_summary_is_linear_in_the_records():
+def test_compare_summary_is_linear_in_the_records(tmp_path):
     # `any(x.get("cv_error") ... for x in recs)` inside the loop over the records: 100,000 records ran for
     # minutes; the work per record must not grow with the file
     from glmbench.results import compare
-    base = records.read_records(_sweep_file())
+    p = str(tmp_path / "s.json")   # (was a tempfile.mkdtemp() folder left behind in /tmp by every run)
+    sweep.predict(["glm-4.7-flash", "qwen3-32b"], SETUPS, [1024, 8192], tests=("tg", "pp", "mem"), out=p)
+    base = records.read_records(p)
 
     def gets(n):
         recs = [_CountingDict({**base[i % len(base)], "n_depth": i}) for i in range(n)]
@@ -102,15 +104,6 @@ def test_compare_summary_is_linear_in_the_records():
         assert len(rows) == n
         return _CountingDict.gets
     assert gets(800) < 2.5 * gets(400)
-
-
-def _sweep_file(cache={}):
-    if "p" not in cache:
-        import tempfile
-        p = tempfile.mkdtemp() + "/s.json"
-        sweep.predict(["glm-4.7-flash", "qwen3-32b"], SETUPS, [1024, 8192], tests=("tg", "pp", "mem"), out=p)
-        cache["p"] = p
-    return cache["p"]
 
 
 class _CountingText(str):
