@@ -2,6 +2,14 @@ import numpy as np
 import pytest
 
 
+@pytest.fixture(autouse=True)
+def _no_traceback_switch(monkeypatch):
+    """GLMBENCH_TRACEBACK=1 (the CLI's debugging switch: a traceback instead of the one-line error)
+    exported in the shell that runs the tests would fail every test of a one-line error; the tests
+    run without it (subprocesses inherit the cleared environment)."""
+    monkeypatch.delenv("GLMBENCH_TRACEBACK", raising=False)
+
+
 @pytest.fixture
 def rng():
     return np.random.default_rng(1234)
