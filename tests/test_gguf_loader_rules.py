@@ -446,6 +446,53 @@ def test_ernie_moe_needs_its_interleave_step(tmp_path):
     gguf_writer.check_required_keys(tmp_path, _ernie, "ernie4_5-moe", ("interleave_moe_layer_step",))
 
 
+def test_ernie_moe_interleave_step_as_llama_cpp_loads_and_runs_it(tmp_path):
+    """src/models/ernie4-5.cpp creates the router and experts (required) on every layer from
+    leading_dense_block_count on and no dense MLP there; src/models/ernie4-5-moe.cpp runs experts only where
+    (il + 1) % n_moe_layer_step == 0 and a dense MLP (tensors those layers never get) elsewhere. So a file whose
+    step leaves a layer past the leading ones off-step is one llama.cpp cannot run: a converted HF model with
+    moe_layer_interval 2 (its dense MLPs there: the loader refuses them) or the experts everywhere (the graph has
+    no dense MLP to run). glmbench found the MoE layers by their routers and read both."""
+    hc = {**_ERNIE, "num_hidden_layers": 4}
+    p = str(tmp_path / "step1.gguf")
+    want = _ernie(p, hc=hc)
+    assert gguf_writer.read_back(p, want)[0].moe_layers == (1, 2, 3)
+    step = r"metadata 'ernie4_5-moe\.interleave_moe_layer_step' = 2 with 'ernie4_5-moe\.leading_dense_block_count' = 1: "
+    # HF's moe_layer_interval 2 as the converter writes it: routers on 1 and 3, dense MLPs on 0 and 2
+    p = str(tmp_path / "hf-interval.gguf")
+    want = _ernie(p, hc={**hc, "moe_layer_interval": 2}, interleave_moe_layer_step=2)
+    assert want.moe_layers == (1, 3)
+    with pytest.raises(gguf_file.GGUFError, match=step + r"llama\.cpp's ernie4_5-moe loader creates experts \(no dense "
+                                                         r"MLP\) on every layer from 1 on, but its graph runs layer 2 as "
+                                                         r"a dense MLP, which it never created: llama\.cpp cannot run"):
+        configs.load(p)
+    # experts on every layer past the first, step 2: loads in llama.cpp, but layer 2 runs a dense MLP it lacks
+    p = str(tmp_path / "everywhere.gguf")
+    _ernie(p, hc=hc, interleave_moe_layer_step=2)
+    with pytest.raises(gguf_file.GGUFError, match=step + r".*runs layer 2 as a dense MLP"):
+        configs.load(p)
+    # a step that leaves no layer off-step (the only layer past the leading three is the 4th): llama.cpp and HF both
+    # run layer 3 alone with experts
+    p = str(tmp_path / "last.gguf")
+    want = _ernie(p, hc={**hc, "moe_layer_start_index": 3, "moe_layer_interval": 2}, interleave_moe_layer_step=2,
+                  leading_dense_block_count=3)
+    assert gguf_writer.read_back(p, want)[0].moe_layers == want.moe_layers == (3,)
+    # HF's moe_layer_end_index before the last layer (the converter does not write it): the last layer is dense, but
+    # the loader requires its router
+    p = str(tmp_path / "end.gguf")
+    _ernie(p, hc={**hc, "moe_layer_end_index": 2})
+    with pytest.raises(gguf_file.GGUFError, match=r"tensor 'blk\.3\.ffn_gate_inp\.weight' is missing: llama\.cpp's "
+                                                  r"ernie4_5-moe loader creates the router and experts on every layer "
+                                                  r"from 'ernie4_5-moe\.leading_dense_block_count' = 1 on"):
+        configs.load(p)
+    # a router below leading_dense_block_count: a tensor the loader does not create
+    p = str(tmp_path / "lead.gguf")
+    _ernie(p, hc={**hc, "moe_layer_start_index": 0}, leading_dense_block_count=1)
+    with pytest.raises(gguf_file.GGUFError, match=r"tensor 'blk\.0\.ffn_gate_inp\.weight' is on layer 0, below "
+                                                  r"'ernie4_5-moe\.leading_dense_block_count' = 1"):
+        configs.load(p)
+
+
 def test_ernie_moe_shared_mlp_sized_by_its_width_key(tmp_path):
     """ernie4-5.cpp sizes the shared MLP by expert_shared_feed_forward_length alone (get_key, optional) and creates
     its tensors only where that is > 0; expert_shared_count it never reads. glmbench sized it expert_shared_count x

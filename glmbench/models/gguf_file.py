@@ -1026,6 +1026,29 @@ def hf_config(g: GGUFFile) -> dict:
         # experts' is a model it cannot state
         start = m("leading_dense_block_count", 0, minimum=0)
         every = m("interleave_moe_layer_step", required=True, minimum=1)   # (llama.cpp's get_key: required)
+        # llama.cpp's loader (src/models/ernie4-5.cpp) creates the router and experts, required, on every layer from
+        # leading_dense_block_count on, and no dense MLP there; its graph (src/models/ernie4-5-moe.cpp) runs experts
+        # only where (i + 1) % interleave_moe_layer_step == 0 and a dense MLP elsewhere, with tensors a layer past
+        # the leading ones never has. HF's Ernie4_5_Moe (moe_layer_interval) runs those layers dense, and the
+        # converter writes their dense MLP: llama.cpp cannot load or run any such file (released models: step 1)
+        off = [i for i in range(start, L) if (i + 1) % every]
+        if off:
+            raise GGUFError(f"{g.path}: metadata '{arch}.interleave_moe_layer_step' = {every} with "
+                            f"'{arch}.leading_dense_block_count' = {start}: llama.cpp's {arch} loader creates experts "
+                            f"(no dense MLP) on every layer from {start} on, but its graph runs layer"
+                            f"{'s' if len(off) > 1 else ''} {', '.join(map(str, off[:6]))}{', ...' if len(off) > 6 else ''} "
+                            f"as a dense MLP, which it never created: llama.cpp cannot run this file (HF runs those "
+                            f"layers dense: load the HF folder to price it as HF runs it)")
+        for i in range(L):
+            if (i in moe_layers) != (i >= start):
+                raise GGUFError(
+                    f"{g.path}: tensor {blk(i, 'ffn_gate_inp')!r} is missing: llama.cpp's {arch} loader creates the "
+                    f"router and experts on every layer from '{arch}.leading_dense_block_count' = {start} on "
+                    f"(a last MoE layer before the last layer, HF's moe_layer_end_index, is not a file it loads)"
+                    if i >= start else
+                    f"{g.path}: tensor {blk(i, 'ffn_gate_inp')!r} is on layer {i}, below "
+                    f"'{arch}.leading_dense_block_count' = {start}: llama.cpp's {arch} loader creates no router or "
+                    f"experts there (a tensor it does not create: it refuses the file)")
         fe = m("expert_feed_forward_length", required=True, minimum=1)
         fs = m("expert_shared_feed_forward_length", 0, minimum=0)
         if fs % fe:
