@@ -7,7 +7,9 @@ The metadata keys, tensor names and layout follow the converter (llama.cpp, late
   * LlamaModel.modify_tensors permutes q_proj/k_proj rows (LlamaModel.permute);
   * DeepseekV2Model: num_key_value_heads written as 1 (MLA as MQA), key_length = kv_lora_rank +
     rope dims, value_length = kv_lora_rank, key_length_mla / value_length_mla = the heads' dims,
-    kv_b_proj split into attn_k_b [H, R, Dn] (transposed) and attn_v_b [H, Dv, R],
+    kv_b_proj split into attn_k_b [H, R, Dn] (transposed) and attn_v_b [H, Dv, R] (split_kv_b=False:
+    a file from before MLA, kv_b_proj joined as attn_kv_b, head_count_kv = heads, key_length /
+    value_length the heads' dims and no *_mla keys, the form llama.cpp's deepseek2 loader takes joined),
     e_score_correction_bias -> exp_probs_b.bias, expert_gating_func 2 (sigmoid) / 1 (softmax);
   * routed experts stacked [E, F, D] as ffn_{gate,up,down}_exps;
   * every tensor's ggml dims are the reversed NumPy shape (GGUFWriter does this).
@@ -82,14 +84,19 @@ def write(path, cfg, state_dict, *, types=None, split_kv_b=True, name="tiny", ex
     sd = hf_tensors(cfg, state_dict)
     if arch == "deepseek2":
         R, Dr, Dn, Dv = hp["kv_lora_rank"], hp["qk_rope_head_dim"], hp["qk_nope_head_dim"], hp["v_head_dim"]
-        w.add_head_count_kv(1)
         if hp.get("q_lora_rank"):
             w.add_q_lora_rank(hp["q_lora_rank"])
         w.add_kv_lora_rank(R)
-        w.add_key_length(R + Dr)
-        w.add_value_length(R)
-        w.add_key_length_mla(Dn + Dr)
-        w.add_value_length_mla(Dv)
+        if split_kv_b:   # MLA as the converter writes it now (DeepseekV2Model.set_gguf_parameters)
+            w.add_head_count_kv(1)
+            w.add_key_length(R + Dr)
+            w.add_value_length(R)
+            w.add_key_length_mla(Dn + Dr)
+            w.add_value_length_mla(Dv)
+        else:   # a joined attn_kv_b: the file before MLA (no *_mla keys; llama.cpp's loader then creates attn_kv_b)
+            w.add_head_count_kv(H)
+            w.add_key_length(Dn + Dr)
+            w.add_value_length(Dv)
         w.add_rope_dimension_count(Dr)
         w.add_leading_dense_block_count(hp["first_k_dense_replace"])
         w.add_expert_count(hp["n_routed_experts"])

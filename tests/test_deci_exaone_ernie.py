@@ -336,6 +336,56 @@ def test_ernie_converted_file(tmp_path):
     assert np.max(np.abs(gm.prefill(np.array(prompt)) - want)) < 1e-4 * np.max(np.abs(want))
 
 
+# ---- ERNIE 4.5 MoE's interleaved MoE layers ----------------------------------------------------------------------
+_ERNIE_MOE = dict(_B, num_hidden_layers=6, intermediate_size=128, moe_intermediate_size=32, moe_num_experts=4,
+                  moe_k=2, moe_num_shared_experts=2, moe_layer_start_index=1)
+
+
+@pytest.mark.parametrize("kw", [{}, dict(moe_layer_interval=2), dict(moe_layer_interval=2, moe_layer_end_index=3),
+                                dict(moe_layer_interval=3, moe_layer_start_index=0), dict(moe_layer_end_index=4)])
+def test_ernie_moe_layers_are_hfs(kw):
+    """Ernie4_5_MoeDecoderLayer: experts where (i + 1) % moe_layer_interval == 0 and moe_layer_start_index <= i <=
+    moe_layer_end_index, a dense MLP of intermediate_size elsewhere: the same layers, tensors and count as HF's model
+    (ERNIE 4.5 MoE is priced, not run: configs.PRICED_ONLY)."""
+    transformers = pytest.importorskip("transformers")
+    hc = transformers.AutoConfig.for_model("ernie4_5_moe", **{**_ERNIE_MOE, **kw})
+    m, n = _meta_count(hc)
+    cfg = configs.load(hc.to_dict())
+    assert cfg.moe_layers == tuple(i for i, layer in enumerate(m.model.layers) if hasattr(layer.mlp, "experts"))
+    assert cfg.total_params() == n
+    dense = {k: tuple(p.shape) for k, p in m.named_parameters() if ".mlp.experts." not in k and ".mlp.gate." not in k}
+    assert dense == {k: v for k, v in cfg.tensor_shapes().items() if k in dense}
+
+
+@pytest.mark.parametrize("interval", [1, 2])
+def test_ernie_moe_converted_with_an_interval(tmp_path, interval):
+    """llama.cpp's converter (conversion/ernie.py Ernie4_5MoeModel) writes moe_layer_interval as
+    interleave_moe_layer_step and the off-step layers' dense MLP; llama.cpp's loader (src/models/ernie4-5.cpp)
+    requires experts on every layer past leading_dense_block_count, so an interval of 2 is a file it refuses:
+    glmbench refuses it naming the key (it read the routers and priced HF's model). Interval 1 reads as HF's."""
+    torch = pytest.importorskip("torch")
+    transformers = pytest.importorskip("transformers")
+    import llama_cpp_convert as lc
+    if lc.source() is None:
+        pytest.skip(lc.skip_reason())
+    hc = transformers.AutoConfig.for_model("ernie4_5_moe", **{**_ERNIE_MOE, "num_hidden_layers": 4,
+                                                              "moe_layer_interval": interval})
+    torch.manual_seed(0)
+    m = transformers.AutoModelForCausalLM.from_config(hc)
+    f = lc.convert(lc.save_hf(m, hc, tmp_path / "hf"), tmp_path / "ernie.gguf", "f32")
+    g = gguf_file.read(f)
+    assert g.get("ernie4_5-moe.interleave_moe_layer_step") == interval
+    if interval == 1:
+        cfg = configs.load(f)
+        assert gguf_writer.config_diff(cfg, configs.from_hf(hc.to_dict(), "hf")) == {}
+        assert cfg.moe_layers == (1, 2, 3) and cfg.file_weights.extra_bytes == 0
+        return
+    assert "blk.2.ffn_up.weight" in g.tensors and "blk.2.ffn_gate_inp.weight" not in g.tensors
+    with pytest.raises(gguf_file.GGUFError, match=r"'ernie4_5-moe\.interleave_moe_layer_step' = 2 .* its graph runs "
+                                                  r"layer 2 as a dense MLP, which it never created"):
+        configs.load(f)
+
+
 def test_exaone_ernie_builtins_priced():
     # the cards' counts without embeddings (30.95B, 6.98B, 2.14B) and totals (32B, 7.8B, 2.4B; ERNIE-4.5-0.3B: 0.36B)
     want = {"exaone-3.5-32b": (32_003_200_000, 30_954_624_000, 64 * 8 * 256 * 2),

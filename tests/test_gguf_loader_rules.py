@@ -446,6 +446,53 @@ def test_ernie_moe_needs_its_interleave_step(tmp_path):
     gguf_writer.check_required_keys(tmp_path, _ernie, "ernie4_5-moe", ("interleave_moe_layer_step",))
 
 
+def test_ernie_moe_interleave_step_as_llama_cpp_loads_and_runs_it(tmp_path):
+    """src/models/ernie4-5.cpp creates the router and experts (required) on every layer from
+    leading_dense_block_count on and no dense MLP there; src/models/ernie4-5-moe.cpp runs experts only where
+    (il + 1) % n_moe_layer_step == 0 and a dense MLP (tensors those layers never get) elsewhere. So a file whose
+    step leaves a layer past the leading ones off-step is one llama.cpp cannot run: a converted HF model with
+    moe_layer_interval 2 (its dense MLPs there: the loader refuses them) or the experts everywhere (the graph has
+    no dense MLP to run). glmbench found the MoE layers by their routers and read both."""
+    hc = {**_ERNIE, "num_hidden_layers": 4}
+    p = str(tmp_path / "step1.gguf")
+    want = _ernie(p, hc=hc)
+    assert gguf_writer.read_back(p, want)[0].moe_layers == (1, 2, 3)
+    step = r"metadata 'ernie4_5-moe\.interleave_moe_layer_step' = 2 with 'ernie4_5-moe\.leading_dense_block_count' = 1: "
+    # HF's moe_layer_interval 2 as the converter writes it: routers on 1 and 3, dense MLPs on 0 and 2
+    p = str(tmp_path / "hf-interval.gguf")
+    want = _ernie(p, hc={**hc, "moe_layer_interval": 2}, interleave_moe_layer_step=2)
+    assert want.moe_layers == (1, 3)
+    with pytest.raises(gguf_file.GGUFError, match=step + r"llama\.cpp's ernie4_5-moe loader creates experts \(no dense "
+                                                         r"MLP\) on every layer from 1 on, but its graph runs layer 2 as "
+                                                         r"a dense MLP, which it never created: llama\.cpp cannot run"):
+        configs.load(p)
+    # experts on every layer past the first, step 2: loads in llama.cpp, but layer 2 runs a dense MLP it lacks
+    p = str(tmp_path / "everywhere.gguf")
+    _ernie(p, hc=hc, interleave_moe_layer_step=2)
+    with pytest.raises(gguf_file.GGUFError, match=step + r".*runs layer 2 as a dense MLP"):
+        configs.load(p)
+    # a step that leaves no layer off-step (the only layer past the leading three is the 4th): llama.cpp and HF both
+    # run layer 3 alone with experts
+    p = str(tmp_path / "last.gguf")
+    want = _ernie(p, hc={**hc, "moe_layer_start_index": 3, "moe_layer_interval": 2}, interleave_moe_layer_step=2,
+                  leading_dense_block_count=3)
+    assert gguf_writer.read_back(p, want)[0].moe_layers == want.moe_layers == (3,)
+    # HF's moe_layer_end_index before the last layer (the converter does not write it): the last layer is dense, but
+    # the loader requires its router
+    p = str(tmp_path / "end.gguf")
+    _ernie(p, hc={**hc, "moe_layer_end_index": 2})
+    with pytest.raises(gguf_file.GGUFError, match=r"tensor 'blk\.3\.ffn_gate_inp\.weight' is missing: llama\.cpp's "
+                                                  r"ernie4_5-moe loader creates the router and experts on every layer "
+                                                  r"from 'ernie4_5-moe\.leading_dense_block_count' = 1 on"):
+        configs.load(p)
+    # a router below leading_dense_block_count: a tensor the loader does not create
+    p = str(tmp_path / "lead.gguf")
+    _ernie(p, hc={**hc, "moe_layer_start_index": 0}, leading_dense_block_count=1)
+    with pytest.raises(gguf_file.GGUFError, match=r"tensor 'blk\.0\.ffn_gate_inp\.weight' is on layer 0, below "
+                                                  r"'ernie4_5-moe\.leading_dense_block_count' = 1"):
+        configs.load(p)
+
+
 def test_ernie_moe_shared_mlp_sized_by_its_width_key(tmp_path):
     """ernie4-5.cpp sizes the shared MLP by expert_shared_feed_forward_length alone (get_key, optional) and creates
     its tensors only where that is > 0; expert_shared_count it never reads. glmbench sized it expert_shared_count x
@@ -539,3 +586,145 @@ def test_nemotron_h_needs_its_layernorm_epsilon_beside_the_rms_one(tmp_path, arc
         pytest.approx(1e-6)
     with pytest.raises(gguf_file.GGUFError, match=f"metadata '{arch}\\.attention\\.layer_norm_epsilon' is missing"):
         lc.hf_config_with(g, base, **{"attention.layer_norm_epsilon": None, "attention.layer_norm_rms_epsilon": 1e-6})
+
+
+# ---- tensors the loader does not create -----------------------------------------------------------------------------
+# llama_model_loader::done_getting_tensors (src/llama-model-loader.cpp) throws "wrong number of tensors; expected N,
+# got M" where a file holds a tensor no create_tensor call of its architecture's loader made (a tensor created with
+# TENSOR_NOT_REQUIRED, TENSOR_DUPLICATED or TENSOR_SKIP counts as created). glmbench counted such tensors as extra
+# bytes (only shared experts and rope_freqs were refused).
+_B = dict(vocab_size=128, hidden_size=64, intermediate_size=96, num_hidden_layers=2, num_attention_heads=4,
+          num_key_value_heads=2, head_dim=16, max_position_embeddings=4096)
+_KEYS = {"attention.key_length": 16, "attention.value_length": 16, "attention.layer_norm_epsilon": 1e-5,
+         "attention.sliding_window": 4, "logit_scale": 0.0625}
+_NOT_CREATED = r"tensor {t} is not one llama\.cpp's {arch} loader creates{why}; llama\.cpp \(llama_cpp_python-[\d.]+\) " \
+               r"refuses a file holding a tensor its loader does not create \(llama_model_loader::done_getting_tensors: " \
+               r"\"wrong number of tensors\"\)"
+
+
+def _with(path, hc, arch, tensors=(), meta=None):
+    """write_synth's file of HF config `hc` plus the tensors `tensors` ((name, array), ...)."""
+    cfg = configs.from_hf(hc, "synth")
+    w = gguf.GGUFWriter(path, arch)
+    gguf_writer.add_metadata(w, arch, {**gguf_writer.gqa_meta(cfg), **_KEYS, **(meta or {})})
+    gguf_writer.add_zero_tensors(w, cfg, arch)
+    for n, a in tensors:
+        w.add_tensor(n, a)
+    gguf_writer.finish(w)
+    return cfg
+
+
+@pytest.mark.parametrize("mt,arch,extra", [
+    ("gemma", "gemma", dict(rms_norm_eps=1e-6)),
+    ("gemma2", "gemma2", dict(rms_norm_eps=1e-6, sliding_window=4, query_pre_attn_scalar=16)),
+    ("cohere", "command-r", dict(layer_norm_eps=1e-5, logit_scale=0.0625)),
+    ("cohere2", "cohere2", dict(layer_norm_eps=1e-5, sliding_window=4))])
+def test_output_matrix_refused_where_the_loader_never_creates_it(tmp_path, mt, arch, extra):
+    """src/models/gemma.cpp, gemma2.cpp, command-r.cpp, cohere2.cpp create no LLM_TENSOR_OUTPUT (the head is always
+    token_embd, TENSOR_DUPLICATED): a file with an output.weight does not load in llama.cpp. glmbench priced it
+    as extra bytes (gemma) or failed on an lm_head it has no name for (gemma2, command-r, cohere2)."""
+    hc = dict(_B, model_type=mt, **extra)
+    p = str(tmp_path / "tied.gguf")
+    want = _with(p, hc, arch)
+    assert gguf_writer.check_reads_as(p, want).tie_word_embeddings
+    p = str(tmp_path / "head.gguf")
+    _with(p, hc, arch, [("output.weight", np.zeros((128, 64), np.float16))])
+    with pytest.raises(gguf_file.GGUFError, match=_NOT_CREATED.format(t=r"'output\.weight'", arch=arch, why="")):
+        configs.load(p)
+
+
+def test_kv_b_kept_beside_its_split_is_refused_in_an_mla_file(tmp_path):
+    """src/models/deepseek2.cpp: with key_length_mla set (hparams.is_mla()) the loader creates attn_k_b + attn_v_b
+    and never attn_kv_b; without it, attn_kv_b and never the split. A file keeping both is refused; glmbench read
+    the joined one and priced the split as extra bytes (or read the split beside an unused attn_kv_b)."""
+    pytest.importorskip("torch")
+    pytest.importorskip("transformers")
+    from test_model_hf import tiny_hf_model
+    cfg, model = tiny_hf_model("glm4_moe_lite")
+    sd = model.state_dict()
+    kv_b = sd["model.layers.0.self_attn.kv_b_proj.weight"].numpy()
+    p = str(tmp_path / "mla.gguf")
+    gguf_writer.write(p, cfg, sd)
+    c = configs.load(p)
+    assert c.file_weights.extra_bytes == 0
+    p = str(tmp_path / "kept.gguf")
+    gguf_writer.write(p, cfg, sd, extra_tensors=[("blk.0.attn_kv_b.weight", kv_b)])
+    with pytest.raises(gguf_file.GGUFError, match=_NOT_CREATED.format(
+            t=r"'blk\.0\.attn_kv_b\.weight'", arch="deepseek2",
+            why=r" in a file with 'deepseek2\.attention\.key_length_mla' \(MLA\): the loader creates "
+                r"'blk\.0\.attn_k_b\.weight' and 'blk\.0\.attn_v_b\.weight' instead")):
+        configs.load(p)
+    # a file from before MLA (no *_mla keys): attn_kv_b joined, as the loader creates it ...
+    p = str(tmp_path / "joined.gguf")
+    gguf_writer.write(p, cfg, sd, split_kv_b=False)
+    j = configs.load(p)
+    assert j.file_weights.extra_bytes == 0 and j.total_params() == c.total_params()
+    # ... and the split beside it refused (the loader creates attn_kv_b alone there)
+    H, R = cfg.num_attention_heads, cfg.kv_lora_rank
+    p = str(tmp_path / "joined-split.gguf")
+    gguf_writer.write(p, cfg, sd, split_kv_b=False, extra_tensors=[
+        ("blk.1.attn_k_b.weight", np.zeros((H, R, cfg.qk_nope_head_dim), np.float32))])
+    with pytest.raises(gguf_file.GGUFError, match=_NOT_CREATED.format(
+            t=r"'blk\.1\.attn_k_b\.weight'", arch="deepseek2",
+            why=r" in a file without 'deepseek2\.attention\.key_length_mla' \(not MLA\): the loader creates the "
+                r"joined attn_kv_b instead")):
+        configs.load(p)
+
+
+def test_fused_tensors_parts_beside_the_fused_one_are_refused(tmp_path):
+    """llama_model_base::create_tensor_qkv (src/llama-model.cpp) creates attn_q / attn_k / attn_v only where the
+    file has no attn_qkv: a llama file holding both does not load. glmbench read the split and priced the fused
+    one as extra bytes."""
+    hc = dict(_B, model_type="llama", rms_norm_eps=1e-5)
+    p = str(tmp_path / "both.gguf")
+    _with(p, hc, "llama", [("blk.1.attn_qkv.weight", np.zeros((128, 64), np.float16))])
+    with pytest.raises(gguf_file.GGUFError, match=_NOT_CREATED.format(
+            t=r"'blk\.1\.attn_q\.weight'", arch="llama",
+            why=r" beside the fused 'blk\.1\.attn_qkv\.weight', which the loader takes instead")):
+        configs.load(p)
+
+
+def test_optional_tensors_the_loader_creates_still_load(tmp_path):
+    """What a loader creates optionally loads and is priced as extra bytes: llama_model::load_tensors' generic
+    pass creates each weight's NVFP4 .scale / .input_scale ({1}, TENSOR_NOT_REQUIRED) for every architecture,
+    where the weight was created (`if (!layer.wq_s && layer.wq)`)."""
+    hc = dict(_B, model_type="qwen3", rms_norm_eps=1e-6)
+    p = str(tmp_path / "scales.gguf")
+    _with(p, hc, "qwen3", [("blk.0.attn_q.scale", np.ones(1, np.float32)),
+                           ("blk.1.ffn_down.input_scale", np.ones(1, np.float32))])
+    c = configs.load(p)
+    assert c.file_weights.extra_bytes == 8
+    # a scale beside a weight the file (and the architecture) does not have is not created: refused
+    p = str(tmp_path / "stray.gguf")
+    _with(p, hc, "qwen3", [("blk.0.ffn_gate_exps.scale", np.ones(1, np.float32))])
+    with pytest.raises(gguf_file.GGUFError, match=r"tensor 'blk\.0\.ffn_gate_exps\.scale' is not one llama\.cpp's "
+                                                  r"qwen3 loader creates"):
+        configs.load(p)
+
+
+def test_created_tensor_table_is_the_vendored_loaders():
+    """glmbench/models/llama_cpp_tensors.py is what tools/llama_cpp_tensor_table.py reads from the vendored
+    llama.cpp (every create_tensor(tn(LLM_TENSOR_X, ...)) of each architecture's load_arch_tensors, the
+    create_tensor_qkv / create_tensor_gate_up_exps helpers expanded), and the rule it serves is that source's."""
+    import importlib.util
+    import os
+    import llama_cpp_convert
+    src = llama_cpp_convert.source()
+    if src is None:
+        pytest.skip(llama_cpp_convert.skip_reason())
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    spec = importlib.util.spec_from_file_location("tt", os.path.join(root, "tools", "llama_cpp_tensor_table.py"))
+    tt = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(tt)
+    from glmbench.models import llama_cpp_tensors as lt
+    archs = sorted(set(gguf_file.ARCHITECTURES) | set(gguf_file.VL_TEXT_ARCHITECTURES))
+    tab, scales, fused = tt.table(src, archs)
+    assert {a: frozenset(n) for a, n in tab.items()} == lt.CREATED and scales == lt.GENERIC_SCALES
+    assert frozenset(fused["qkv"]) == lt.FUSED_QKV and frozenset(fused["gate_up_exps"]) == lt.FUSED_GATE_UP_EXPS
+    loader = open(os.path.join(src, "src", "llama-model-loader.cpp")).read()
+    assert "wrong number of tensors; expected %d, got %d" in loader
+    # the cases above, in the source itself
+    assert "LLM_TENSOR_OUTPUT," not in open(os.path.join(src, "src", "models", "gemma2.cpp")).read()
+    assert "output.weight" not in lt.CREATED["gemma2"] and "output.weight" in lt.CREATED["gemma3"]
+    assert "blk.%d.attn_kv_b.weight" in lt.CREATED["deepseek2"] and "blk.%d.ffn_up.bias" not in lt.CREATED["arcee"]
+    assert "blk.%d.ssm_a" in lt.CREATED["nemotron_h"]     # (a name without a suffix: tn(LLM_TENSOR_SSM_A, i))

@@ -1026,6 +1026,29 @@ def hf_config(g: GGUFFile) -> dict:
         # experts' is a model it cannot state
         start = m("leading_dense_block_count", 0, minimum=0)
         every = m("interleave_moe_layer_step", required=True, minimum=1)   # (llama.cpp's get_key: required)
+        # llama.cpp's loader (src/models/ernie4-5.cpp) creates the router and experts, required, on every layer from
+        # leading_dense_block_count on, and no dense MLP there; its graph (src/models/ernie4-5-moe.cpp) runs experts
+        # only where (i + 1) % interleave_moe_layer_step == 0 and a dense MLP elsewhere, with tensors a layer past
+        # the leading ones never has. HF's Ernie4_5_Moe (moe_layer_interval) runs those layers dense, and the
+        # converter writes their dense MLP: llama.cpp cannot load or run any such file (released models: step 1)
+        off = [i for i in range(start, L) if (i + 1) % every]
+        if off:
+            raise GGUFError(f"{g.path}: metadata '{arch}.interleave_moe_layer_step' = {every} with "
+                            f"'{arch}.leading_dense_block_count' = {start}: llama.cpp's {arch} loader creates experts "
+                            f"(no dense MLP) on every layer from {start} on, but its graph runs layer"
+                            f"{'s' if len(off) > 1 else ''} {', '.join(map(str, off[:6]))}{', ...' if len(off) > 6 else ''} "
+                            f"as a dense MLP, which it never created: llama.cpp cannot run this file (HF runs those "
+                            f"layers dense: load the HF folder to price it as HF runs it)")
+        for i in range(L):
+            if (i in moe_layers) != (i >= start):
+                raise GGUFError(
+                    f"{g.path}: tensor {blk(i, 'ffn_gate_inp')!r} is missing: llama.cpp's {arch} loader creates the "
+                    f"router and experts on every layer from '{arch}.leading_dense_block_count' = {start} on "
+                    f"(a last MoE layer before the last layer, HF's moe_layer_end_index, is not a file it loads)"
+                    if i >= start else
+                    f"{g.path}: tensor {blk(i, 'ffn_gate_inp')!r} is on layer {i}, below "
+                    f"'{arch}.leading_dense_block_count' = {start}: llama.cpp's {arch} loader creates no router or "
+                    f"experts there (a tensor it does not create: it refuses the file)")
         fe = m("expert_feed_forward_length", required=True, minimum=1)
         fs = m("expert_shared_feed_forward_length", 0, minimum=0)
         if fs % fe:
@@ -1204,6 +1227,80 @@ OUTPUT_REQUIRED = ("gpt-oss", "minimax-m2", "qwen2moe", "olmoe", "olmo2", "apert
 # (src/models/deepseek2.cpp, glm-dsa.cpp, deepseek32.cpp, dots1.cpp: {n_embd, n_ff_exp x n_expert_shared}, required):
 # a count of 0 there is a file llama.cpp refuses ("tensor ... not found" or "wrong shape")
 SHARED_EXPERT_REQUIRED = ("deepseek2", "glm-dsa", "deepseek32", "dots1")
+
+
+_CREATED_RE: dict = {}
+
+
+def _created_re(arch: str):
+    """One regex matching every tensor name llama.cpp's `arch` loader can create (llama_cpp_tensors.CREATED, with
+    GENERIC_SCALES): "blk.%d." per layer, "%d" an index."""
+    if arch not in _CREATED_RE:
+        from glmbench.models import llama_cpp_tensors as lt
+        _CREATED_RE[arch] = re.compile("|".join(re.escape(n).replace("%d", r"\d+") for n in sorted(lt.CREATED[arch])))
+    return _CREATED_RE[arch]
+
+
+def _generic_scale(n: str, ts: dict, created) -> bool:
+    """`n` is a .scale / .input_scale that llama_model::load_tensors' generic pass creates (llama_cpp_tensors.
+    GENERIC_SCALES; output's where output.weight is in the file): only beside its weight, one the loader created."""
+    from glmbench.models import llama_cpp_tensors as lt
+    base, _, suffix = n.rpartition(".")
+    if suffix not in ("scale", "input_scale") or base + ".weight" not in ts or not created.fullmatch(base + ".weight"):
+        return False
+    return base == "output" or re.sub(r"^blk\.\d+\.", "blk.%d.", n) in lt.GENERIC_SCALES
+
+
+_PER_EXPERT = re.compile(r"blk\.\d+\.ffn_(gate|up|down)\.\d+\.weight")
+
+
+def _check_created(g: GGUFFile, m: _Meta) -> None:
+    """llama.cpp loads a file only where its architecture's loader creates every tensor the file holds
+    (src/llama-model-loader.cpp, llama_model_loader::done_getting_tensors: "wrong number of tensors; expected N,
+    got M", N the file's tensors, M those created; a tensor created with TENSOR_NOT_REQUIRED, TENSOR_DUPLICATED or
+    TENSOR_SKIP (an unused or MTP one) counts as created). A tensor no create_tensor call of the loader names
+    (llama_cpp_tensors.CREATED: e.g. output.weight in gemma / gemma2 / command-r / cohere2 files, whose loaders
+    always tie it), a fused tensor's parts beside the fused one (create_tensor_qkv: attn_q / k / v beside attn_qkv;
+    create_tensor_gate_up_exps: ffn_gate_exps / ffn_up_exps beside ffn_gate_up_exps), or deepseek2's attn_kv_b in
+    an MLA file (key_length_mla set: the loader creates attn_k_b + attn_v_b instead; without it, attn_kv_b and never
+    the split) is refused by name: glmbench priced it as extra bytes of a model llama.cpp does not run.
+    The first Mixtral GGUFs' one-tensor-per-expert names (blk.N.ffn_gate.E.weight: _per_expert) pass: glmbench reads
+    them as the stacked experts on purpose; llama.cpp loaded them until it dropped that layout (this source's
+    loaders require ffn_*_exps, so it refuses such a file as missing those)."""
+    from glmbench.models import llama_cpp_tensors as lt
+    arch = g.vision_architecture or g.architecture
+    ts = g.tensors
+    rule = (f"llama.cpp ({lt.SOURCE}) refuses a file holding a tensor its loader does not create "
+            f"(llama_model_loader::done_getting_tensors: \"wrong number of tensors\")")
+    created = _created_re(arch)
+    for n in ts:
+        if _PER_EXPERT.fullmatch(n):
+            continue
+        if not created.fullmatch(n) and not _generic_scale(n, ts, created):
+            raise GGUFError(f"{g.path}: tensor {n!r} is not one llama.cpp's {arch} loader creates; {rule}")
+        parts = n.split(".")
+        if parts[0] != "blk" or len(parts) < 4:
+            continue
+        blk = f"blk.{parts[1]}."
+        why = None
+        if arch in lt.FUSED_QKV and parts[2] in ("attn_q", "attn_k", "attn_v") and blk + "attn_qkv.weight" in ts and \
+                (parts[3] == "weight" or (parts[3] == "bias" and blk + "attn_qkv.bias" in ts)):
+            why = f"beside the fused {blk + 'attn_qkv.' + parts[3]!r}, which the loader takes instead"
+        elif arch in lt.FUSED_GATE_UP_EXPS and parts[2] in ("ffn_gate_exps", "ffn_up_exps") and \
+                blk + "ffn_gate_up_exps.weight" in ts:
+            why = f"beside the fused {blk + 'ffn_gate_up_exps.weight'!r}, which the loader takes instead"
+        elif arch == "deepseek2" or arch in DSA_ARCHITECTURES:
+            # llama_hparams::is_mla(): key_length_mla and value_length_mla set (not 0)
+            mla = bool(m("attention.key_length_mla", 0)) and bool(m("attention.value_length_mla", 0))
+            if parts[2] == "attn_kv_b" and mla:
+                why = (f"in a file with '{g.architecture}.attention.key_length_mla' (MLA): the loader creates "
+                       f"{blk + 'attn_k_b.weight'!r} and {blk + 'attn_v_b.weight'!r} instead")
+            elif parts[2] in ("attn_k_b", "attn_v_b") and not mla:
+                why = (f"in a file without '{g.architecture}.attention.key_length_mla' (not MLA): "
+                       + ("the loader creates the joined attn_kv_b instead" if arch == "deepseek2"
+                          else f"llama.cpp's {arch} loader requires MLA"))
+        if why:
+            raise GGUFError(f"{g.path}: tensor {n!r} is not one llama.cpp's {arch} loader creates {why}; {rule}")
 
 
 def _shared_experts(g: GGUFFile, m: _Meta) -> int:
@@ -2229,7 +2326,8 @@ def un_permute(w: np.ndarray, n_head: int) -> np.ndarray:
 @dataclass(frozen=True)
 class FileWeights:
     """What a model file really stores: every HF-named tensor's type and exact bytes. `extra_bytes`:
-    tensors the config does not name (e.g. rope_freqs, a kept attn_kv_b next to k_b/v_b), loaded
+    tensors the config does not name that llama.cpp's loader creates (e.g. rope_freqs,
+    phi3's rope_factors_long / _short, NVFP4 .scale tensors; one it does not create is refused: _check_created), loaded
     with the model; `skipped_bytes`: multi-token-prediction layers, never run by decoding."""
     path: str
     kind: str                                         # "gguf" | "safetensors" (an HF folder)
@@ -2488,6 +2586,9 @@ def expected_gguf_tensors(g: GGUFFile, shapes: dict, n_layers: int, *, expert_ro
 
 def file_weights(g: GGUFFile, shapes: dict, n_layers: int) -> FileWeights:
     """Each HF-named tensor of `shapes` (ModelConfig.tensor_shapes()) -> its stored type and bytes."""
+    # (first: a tensor llama.cpp does not create can make the config ask for one the file lacks, e.g. an output.weight
+    # in a gemma2 file reads as an untied lm_head that gemma2 never has)
+    _check_created(g, _Meta(g))
     where = expected_gguf_tensors(g, shapes, n_layers, expert_rows=True)
     used, rows = set(), []
     for hf, names in where.items():
