@@ -246,7 +246,7 @@ def _resume_line(path: str, before: list[dict], recs: list[dict], key) -> str:
 
 
 def _read_before(path) -> list[dict]:
-    return rec.read_records(path) if path and os.path.exists(path) and os.path.getsize(path) else []
+    return rec.read_existing(path) if path else []
 
 
 # ---- output helpers -----------------------------------------------------------------------------
@@ -1384,7 +1384,7 @@ def _main(argv: list[str] | None = None) -> int:
         return EXIT_BROKEN_PIPE
     except UserError as e:
         return _fail(str(e))
-    except (ValueError, TypeError, KeyError, OSError, ImportError, OverflowError, MemoryError) as e:
+    except (ValueError, TypeError, KeyError, OSError, ImportError, OverflowError, MemoryError, csv.Error) as e:
         # ImportError: a measured command where the C core was not built (core/_loader.py says why);
         # MemoryError: an allocation the C core or NumPy could not get (the KV cache of a deep point, say)
         if os.environ.get("GLMBENCH_TRACEBACK") == "1":

@@ -1,0 +1,122 @@
+"""Output and input files as users hand them over (audit 61): a blank --out to resume into, a
+symbolic link as --out, a records CSV with a cell past csv's 128 KiB default, --out paths of
+truth-table and hardware --save-host checked before the work, SIGTERM like Ctrl-C."""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from glmbench import cli
+from glmbench.results import importers, records as rec
+
+SWEEP = ["sweep", "--model", "glm-4.7-flash", "--cards", "1", "--tests", "tg", "-q"]
+
+
+def run(capsys, *argv):
+    rc = cli.main(list(argv))
+    out, err = capsys.readouterr()
+    return rc, out, err
+
+
+def one_line_error(rc, err):
+    assert rc == 2, err
+    lines = [l for l in err.splitlines() if l.strip()]
+    assert len(lines) == 1 and lines[0].startswith("error: "), err
+    return lines[0]
+
+
+@pytest.mark.parametrize("blank", ["", "\n", "  \n\n", "\r\n"])
+def test_a_blank_out_file_is_a_new_one_to_resume_into(capsys, tmp_path, blank):
+    """`touch out.json` (or `> out.json`) before the run: the --out checks take the blank file as a new
+    one, and the sweep then failed reading it ("not valid JSON (line 1: Expecting value)")."""
+    out = tmp_path / "out.json"
+    out.write_bytes(blank.encode())
+    rc, _, err = run(capsys, *SWEEP, "--depths", "1K,4K", "--out", str(out))
+    assert rc == 0, err
+    assert [r["n_depth"] for r in rec.read_records(out)] == [1024, 4096]
+    assert "2 computed" in err and "the file holds 2 records" in err
+    # the store and the merge of the measured side and search take it as empty too
+    out.write_bytes(blank.encode())
+    st = rec.ResultStore(str(out), lambda r: (r["test"],))
+    assert st.records == []
+    st.add({"evidence": "measured", "test": "tg", "avg_ts": 1.0})
+    assert rec.read_records(out) == [{"evidence": "measured", "test": "tg", "avg_ts": 1.0}]
+    out.write_bytes(blank.encode())
+    assert rec.merge_records(str(out), [{"evidence": "measured", "test": "pp", "avg_ts": 2.0}], lambda r: (r["test"],)) == 1
+    assert rec.read_existing(str(tmp_path / "missing.json")) == []
+
+
+def test_a_symlinked_out_is_written_through_the_link(capsys, tmp_path):
+    """--out latest.json, a link to runs/r.json: the records go into runs/r.json and the link stays.
+    os.replace over the link made it a plain file; runs/r.json kept its old records, and a run into
+    runs/r.json then lost what the run through the link wrote (two lock files, too)."""
+    (tmp_path / "runs").mkdir()
+    real = tmp_path / "runs" / "r.json"
+    link = tmp_path / "latest.json"
+    rc, _, err = run(capsys, *SWEEP, "--depths", "1K", "--out", str(real))
+    assert rc == 0, err
+    os.symlink(os.path.join("runs", "r.json"), link)
+    rc, _, err = run(capsys, *SWEEP, "--depths", "2K", "--out", str(link))
+    assert rc == 0, err
+    assert os.path.islink(link)
+    assert sorted(r["n_depth"] for r in rec.read_records(real)) == [1024, 2048]
+    rc, _, err = run(capsys, *SWEEP, "--depths", "4K", "--out", str(real))
+    assert rc == 0, err
+    assert sorted(r["n_depth"] for r in rec.read_records(link)) == [1024, 2048, 4096]
+    # one lock for every name of the file, beside the file itself
+    assert rec.lock_path(link) == rec.lock_path(real) == str(tmp_path / "runs" / ".r.json.lock")
+    assert not os.path.exists(tmp_path / ".latest.json.lock")
+    # the plain writers too (calibrate's profile, truth-table's text); a dangling link is created at its target
+    os.symlink(os.path.join("runs", "t.md"), tmp_path / "t.md")
+    rec.atomic_write_text(tmp_path / "t.md", "# x\n")
+    assert os.path.islink(tmp_path / "t.md") and (tmp_path / "runs" / "t.md").read_text() == "# x\n"
+    assert not [n for n in os.listdir(tmp_path) + os.listdir(tmp_path / "runs") if n.startswith(".tmp-")]
+
+
+def test_a_records_csv_with_a_cell_past_128_kib_reads_back(capsys, tmp_path):
+    """A measured record's routing_counts (60 MoE layers x 384 experts of a Kimi-K2 .gguf) is one CSV
+    cell over csv's default limit of 131072 characters: glmbench wrote the file, then every reader
+    refused it ("field larger than field limit"), `compare` with a traceback."""
+    counts = {str(layer): [1234567] * 384 for layer in range(60)}
+    r = {"evidence": "measured", "test": "tg", "model": "glm-4.7-flash", "n_prompt": 0, "n_gen": 16,
+         "n_depth": 0, "avg_ts": 10.0, "routing_counts": counts}
+    path = tmp_path / "m.csv"
+    rec.write_records(path, [r])
+    assert os.path.getsize(path) > 131072
+    assert rec.read_records(path)[0]["routing_counts"] == counts
+    assert importers.read(str(path))[0]["routing_counts"] == counts
+    rc, out, err = run(capsys, "compare", str(path))
+    assert rc == 0, err
+    assert "1 point" in out
+
+
+def test_csv_with_lines_ended_by_cr_alone_is_read(capsys, tmp_path):
+    """Excel for Mac's "CSV (Macintosh)" ends lines with a carriage return alone: llama-bench's CSV and
+    glmbench's own records so saved stopped the readers ("new-line character seen in unquoted field",
+    `compare` a traceback); a stray CR inside a line of a file with newlines is one error naming it."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    with open(os.path.join(here, "data", "formats", "llama-bench.csv"), newline="") as f:
+        text = f.read()
+    lf = tmp_path / "lb.csv"
+    lf.write_text(text, newline="")
+    cr = tmp_path / "lb-mac.csv"
+    cr.write_text(text.replace("\r\n", "\n").replace("\n", "\r"), newline="")
+    want = [(r["test"], r["n_depth"], r["avg_ts"]) for r in importers.read(str(lf))]
+    assert [(r["test"], r["n_depth"], r["avg_ts"]) for r in importers.read(str(cr))] == want
+    rc, out, err = run(capsys, "compare", str(cr))
+    assert rc == 0, err
+    ours = [{"evidence": "measured", "test": "tg", "model": "glm-4.7-flash", "n_depth": 0, "n_prompt": 0, "n_gen": 16,
+             "avg_ts": 10.0}]
+    mac = tmp_path / "ours.csv"
+    mac.write_text(rec.to_csv(ours).replace("\n", "\r"), newline="")
+    assert rec.read_records(mac) == ours
+    bad = tmp_path / "bad.csv"
+    bad.write_text("evidence,test,avg_ts\nmeasured,t\rg,1\n", newline="")
+    rc, _, err = run(capsys, "compare", str(bad))
+    assert "bad.csv" in one_line_error(rc, err)
