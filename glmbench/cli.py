@@ -231,6 +231,54 @@ def _check_out_folder(path: str, opt: str, force: bool, results=(), json_files=(
                             "overwrite it (pass --force to replace it)")
 
 
+def _check_own_out(path: str, opt: str, force: bool, *, kind: str, ours, inputs=(), input_dirs=(),
+                   suffixes=None) -> None:
+    """An output file of one kind (`kind`: "a truth table", "a hardware profile"), checked before any
+    work as every --out is: not empty, its suffix (`suffixes`), not a folder, its folder creatable and
+    writable; never one of the command's `inputs` (nor a file in its `input_dirs`), --force or not; an
+    existing file that `ours(path)` does not take as its kind is refused unless --force."""
+    if not path:
+        raise UserError(f"{opt} is empty; give a file name" + (f" ending in {' or '.join(suffixes)}" if suffixes else ""))
+    if suffixes and not path.endswith(tuple(suffixes)):
+        raise UserError(f"{opt} must end in {' or '.join(suffixes)}, got {path!r}")
+    if os.path.isdir(path):
+        raise UserError(f"{opt} {path!r} is a folder; give a file name")
+    _check_folder(os.path.dirname(path) or ".", opt, repr(path))
+    if not os.path.exists(path):
+        return
+    named = [f for f in inputs if f and os.path.isfile(f)]
+    for d in input_dirs:
+        for root, _, names in os.walk(d):
+            named += [os.path.join(root, n) for n in names]
+    for f in named:
+        if os.path.samefile(f, path):
+            raise UserError(f"{opt} {path!r} is one of the files it reads ({f}); refusing to overwrite its own "
+                            "input (give another file)")
+    if not force and not ours(path):
+        raise UserError(f"{opt} {path!r} exists and is not {kind} glmbench wrote; refusing to overwrite it "
+                        "(pass --force to replace it)")
+
+
+def _is_truth_table(path: str) -> bool:
+    if not os.path.getsize(path):
+        return True
+    try:
+        with open(path, encoding="utf-8-sig") as f:
+            return f.readline().startswith("# Truth table")
+    except (OSError, UnicodeDecodeError):
+        return False
+
+
+def _is_hardware_profile(path: str) -> bool:
+    if not os.path.getsize(path):
+        return True
+    try:
+        hardware.load_profile(path)
+        return True
+    except Exception:   # noqa: BLE001  (any reason it is not one: it is not ours to replace)
+        return False
+
+
 def _resume_line(path: str, before: list[dict], recs: list[dict], key) -> str:
     """What a resumed run did with its file, and what the file holds now."""
     n = rec.resume_summary(before, recs, key)
@@ -786,6 +834,10 @@ def cmd_truth_table(args) -> int:
     from glmbench.predict import calibrate as cal  # scipy: loaded only for this command
     from glmbench.predict import costmodel
     from glmbench.report import truth
+    if args.out is not None:
+        _check_own_out(args.out, "--out", args.force, kind="a truth table", ours=_is_truth_table,
+                       inputs=[*(args.measured or ()), args.measured_hardware, args.measured_model,
+                               args.measured_calibrated], input_dirs=[*(args.host or ()), *(args.llama_bench or ())])
     extra = []
     for f in args.measured or []:
         prof = costmodel.load_runtime(args.measured_calibrated) if args.measured_calibrated else None
@@ -944,12 +996,13 @@ def cmd_runtimes(args) -> int:
 
 
 def cmd_hardware(args) -> int:
-    if args.save_host:
-        if not args.save_host.endswith(".json"):
-            raise UserError(f"--save-host must end in .json, got {args.save_host!r}")
-        from glmbench.results.records import atomic_write_text
-        gpu = _host_now("--save-host", f"written to {args.save_host} (use it as --hardware {args.save_host})")
-        atomic_write_text(args.save_host, json.dumps(hardware.profile_to_dict(gpu), indent=1) + "\n")
+    if args.save_host is not None:
+        # checked before measuring (it measured, said "written to FILE", then failed to write there)
+        _check_own_out(args.save_host, "--save-host", args.force, kind="a hardware profile",
+                       ours=_is_hardware_profile, suffixes=(".json",))
+        gpu = _host_now("--save-host", "writing it")
+        rec.atomic_write_text(args.save_host, json.dumps(hardware.profile_to_dict(gpu), indent=1) + "\n")
+        print(f"wrote {args.save_host} (use it as --hardware {args.save_host})", file=sys.stderr)
         return 0
     names = args.names or hardware.list_gpus()
     gpus = [hardware.get_gpu(n) for n in names]
@@ -1260,6 +1313,8 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--measured-calibrated", metavar="PROFILE",
                     help="a calibrated profile of the --measured files' runtime (default: none, ideal and typical only)")
     sp.add_argument("--out", metavar="FILE.md", help="write the table (atomically) here instead of stdout")
+    sp.add_argument("--force", action="store_true",
+                    help="overwrite --out even if it is not a truth table (never one of the files it reads)")
     sp.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
 
     sp = add("models", "list the built-in model configs", cmd_models)
@@ -1281,6 +1336,8 @@ def build_parser() -> argparse.ArgumentParser:
                     help="measure this machine's CPU ceilings (triad bandwidth, FMA peak) and write them as a "
                          "hardware profile (kind cpu) that --hardware FILE.json reads back: one fixed host "
                          "profile for calibrate, sweep and report instead of re-measuring with 'host'")
+    sp.add_argument("--force", action="store_true",
+                    help="overwrite --save-host even if it is not a hardware profile")
     fmt_opts(sp)
 
     formats = ("glmbench records, llama-bench -o json/jsonl/csv/md/sql, llama-sweep-bench, llama-batched-bench, "

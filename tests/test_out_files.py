@@ -120,3 +120,78 @@ def test_csv_with_lines_ended_by_cr_alone_is_read(capsys, tmp_path):
     bad.write_text("evidence,test,avg_ts\nmeasured,t\rg,1\n", newline="")
     rc, _, err = run(capsys, "compare", str(bad))
     assert "bad.csv" in one_line_error(rc, err)
+
+
+def test_truth_table_out_is_checked_first_and_never_its_own_input(capsys, tmp_path, monkeypatch):
+    """truth-table --measured m.json --out m.json replaced the measurements with the markdown table (no
+    check of --out at all: any file was overwritten; a folder or a path under a file failed after the
+    whole build, naming the temp file)."""
+    from glmbench.report import truth
+
+    def no_build(*a, **k):
+        raise AssertionError("built the table before checking --out")
+    monkeypatch.setattr(truth, "build", no_build)
+    m = tmp_path / "m.json"
+    shipped = os.path.join(os.path.dirname(cli.__file__), "data", "measured", "llama-cpp-1x3090.json")
+    m.write_bytes(open(shipped, "rb").read())
+    before = m.read_bytes()
+    base = ["truth-table", "-q", "--measured", str(m), "--measured-hardware", "rtx-3090"]
+    for force in ([], ["--force"]):
+        rc, _, err = run(capsys, *base, "--out", str(m), *force)
+        assert "one of the files it reads" in one_line_error(rc, err)
+    assert m.read_bytes() == before
+    other = tmp_path / "notes.md"
+    other.write_text("# my notes\n")
+    rc, _, err = run(capsys, *base, "--out", str(other))
+    assert "not a truth table" in one_line_error(rc, err) and "--force" in err
+    assert other.read_text() == "# my notes\n"
+    (tmp_path / "afile").write_text("x")
+    (tmp_path / "folder.md").mkdir()
+    for bad, says in ((tmp_path / "afile" / "t.md", "is a file, not a folder"), (tmp_path / "folder.md", "is a folder"),
+                      ("", "is empty")):
+        rc, _, err = run(capsys, *base, "--out", str(bad))
+        assert says in one_line_error(rc, err)
+    # a file of a --host folder is an input too
+    host = tmp_path / "host"
+    host.mkdir()
+    (host / "records.json").write_text("[]")
+    rc, _, err = run(capsys, "truth-table", "-q", "--host", str(host), "--out", str(host / "records.json"), "--force")
+    assert "one of the files it reads" in one_line_error(rc, err)
+    # a truth table there, or --force over another file: replaced
+    monkeypatch.setattr(truth, "build", lambda *a, **k: ([], []))
+    monkeypatch.setattr(truth, "render", lambda *a, **k: "# Truth table: every measured point beside its predictions\n")
+    rc, _, err = run(capsys, "truth-table", "-q", "--out", str(other), "--force")
+    assert rc == 0, err
+    assert other.read_text().startswith("# Truth table")
+    rc, _, err = run(capsys, "truth-table", "-q", "--out", str(other))
+    assert rc == 0, err
+
+
+def test_hardware_save_host_is_checked_before_measuring(capsys, tmp_path, monkeypatch):
+    """--save-host into a folder, under a file, or over a file that is no hardware profile: it measured the
+    machine, said "written to FILE", then failed (or replaced the file); now one error before measuring."""
+    from glmbench.predict import hardware
+    calls = []
+
+    def host_now(what, then):
+        calls.append(what)
+        return hardware.get_gpu("rtx-3090")
+    monkeypatch.setattr(cli, "_host_now", host_now)
+    (tmp_path / "afile").write_text("x")
+    (tmp_path / "folder.json").mkdir()
+    records = tmp_path / "m.json"
+    records.write_text(json.dumps([{"evidence": "measured", "test": "tg", "avg_ts": 1.0}]))
+    for bad, says in ((tmp_path / "afile" / "h.json", "is a file, not a folder"),
+                      (tmp_path / "folder.json", "is a folder"), (tmp_path / "h.txt", "must end in .json"),
+                      (records, "not a hardware profile")):
+        rc, _, err = run(capsys, "hardware", "--save-host", str(bad))
+        assert says in one_line_error(rc, err)
+    assert calls == []
+    assert json.loads(records.read_text())[0]["avg_ts"] == 1.0
+    prof = tmp_path / "h.json"
+    for argv in (["--save-host", str(prof)], ["--save-host", str(prof)], ["--save-host", str(records), "--force"]):
+        rc, _, err = run(capsys, "hardware", *argv)
+        assert rc == 0, err
+        assert err.strip().splitlines()[-1].startswith(f"wrote {argv[1]}")
+    assert hardware.load_profile(str(prof)).bandwidth_gbs == hardware.get_gpu("rtx-3090").bandwidth_gbs
+    assert hardware.load_profile(str(records)).name == hardware.get_gpu("rtx-3090").name
