@@ -23,6 +23,7 @@ import io
 import json
 import os
 import re
+import signal
 import sys
 import tempfile
 
@@ -1403,12 +1404,38 @@ def _format_warning(message, category, filename, lineno, line=None, _format=None
 _PKG_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
 
 
+EXIT_TERMINATED = 128 + signal.SIGTERM   # 143, what a shell reports for a process ended by SIGTERM
+_TERM = {"pid": None, "got": False}
+
+
+def _on_sigterm(signum, frame):
+    """SIGTERM (`kill`, `timeout`, a batch scheduler's time limit, systemd) handled as Ctrl-C is: the
+    finished points saved (a sweep saves only every so often, and the points priced since were lost),
+    no temp file left, a line saying what was kept. A forked worker (search's pool) that inherited the
+    handler ends as it would have without it."""
+    if os.getpid() != _TERM["pid"]:
+        signal.signal(signum, signal.SIG_DFL)
+        os.kill(os.getpid(), signum)
+        return
+    _TERM["got"] = True
+    raise KeyboardInterrupt
+
+
 def main(argv: list[str] | None = None) -> int:
     import functools
+    import threading
     import warnings
-    with warnings.catch_warnings():
-        warnings.formatwarning = functools.partial(_format_warning, _format=warnings.formatwarning)
-        return _main(argv)
+    installed = None
+    _TERM.update(pid=os.getpid(), got=False)
+    if threading.current_thread() is threading.main_thread() and signal.getsignal(signal.SIGTERM) == signal.SIG_DFL:
+        installed = signal.signal(signal.SIGTERM, _on_sigterm)   # (a caller's own handler is left alone)
+    try:
+        with warnings.catch_warnings():
+            warnings.formatwarning = functools.partial(_format_warning, _format=warnings.formatwarning)
+            return _main(argv)
+    finally:
+        if installed is not None:
+            signal.signal(signal.SIGTERM, installed)
 
 
 def _main(argv: list[str] | None = None) -> int:
@@ -1456,17 +1483,20 @@ def _main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt as e:
         a = locals().get("args")
         out = str(getattr(a, "out", None) or "")
+        how, rc = ("terminated (SIGTERM)", EXIT_TERMINATED) if _TERM["got"] else ("interrupted", EXIT_INTERRUPTED)
         if getattr(e, "measured", None) == 0:   # measure.protocol.Interrupted: in the build, or before a point
-            print("glmbench: interrupted (nothing was measured yet" + (f"; nothing written to {out})" if out else ")"),
+            print(f"glmbench: {how} (nothing was measured yet" + (f"; nothing written to {out})" if out else ")"),
                   file=sys.stderr)
-            return EXIT_INTERRUPTED
+            return rc
         # only a sweep or measure into a .json file, and a search into its folder, keep finished points to resume
-        # from; a trace, report or calibrate interrupted has saved nothing (it said it had)
-        resumes = getattr(a, "command", None) in ("sweep", "measure") and out.endswith(".json") or \
-            (getattr(a, "command", None) == "search" and out)
-        print("glmbench: interrupted" + (f" (finished points are saved in {out}; rerun to resume)" if resumes
-                                         else " (nothing was saved)"), file=sys.stderr)
-        return EXIT_INTERRUPTED
+        # from; a trace, report or calibrate interrupted has saved nothing (it said it had); nor has a sweep
+        # stopped before its first save (it said the points were saved in a file that was not there)
+        cmd = getattr(a, "command", None)
+        resumes = (cmd in ("sweep", "measure") and out.endswith(".json") and os.path.exists(out)) or \
+            (cmd == "search" and bool(out) and os.path.exists(os.path.join(out, "setups.json")))
+        print(f"glmbench: {how}" + (f" (finished points are saved in {out}; rerun to resume)" if resumes
+                                    else " (nothing was saved)"), file=sys.stderr)
+        return rc
 
 
 def _built() -> str:

@@ -195,3 +195,60 @@ def test_hardware_save_host_is_checked_before_measuring(capsys, tmp_path, monkey
         assert err.strip().splitlines()[-1].startswith(f"wrote {argv[1]}")
     assert hardware.load_profile(str(prof)).bandwidth_gbs == hardware.get_gpu("rtx-3090").bandwidth_gbs
     assert hardware.load_profile(str(records)).name == hardware.get_gpu("rtx-3090").name
+
+
+def _env():
+    import glmbench
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.path.dirname(os.path.dirname(os.path.abspath(glmbench.__file__))) + os.pathsep + \
+        env.get("PYTHONPATH", "")
+    return env
+
+
+def test_sigterm_saves_the_finished_points_and_says_so(tmp_path):
+    """`kill`, `timeout`, a scheduler's time limit send SIGTERM: Python's default ended the sweep at once,
+    losing the setups priced since its last save (a sweep saves only every so often), saying nothing, a temp
+    file possibly left. Now as Ctrl-C: everything finished is saved, one line says so, exit 143; the
+    rerun computes only the rest."""
+    out = str(tmp_path / "s.json")
+    argv = [sys.executable, "-m", "glmbench", "sweep", "--model", "glm-4.7-flash", "--model", "qwen3-30b-a3b",
+            "--cards", "1,2,4,8", "--depths", "1K..128K", "--tests", "tg,pp,mem,serve", "--out", out, "-q", "--json"]
+    p = subprocess.Popen(argv, env=_env(), cwd=str(tmp_path), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                         text=True)
+    t0 = time.time()
+    while not os.path.exists(out) and p.poll() is None and time.time() - t0 < 120:
+        time.sleep(0.005)
+    assert p.poll() is None, "the sweep ended before its first save: make the grid bigger"
+    p.send_signal(signal.SIGTERM)
+    _, err = p.communicate(timeout=120)
+    assert p.returncode == 143, err
+    assert err.strip().splitlines()[-1] == f"glmbench: terminated (SIGTERM) (finished points are saved in {out}; " \
+                                           "rerun to resume)"
+    assert not [n for n in os.listdir(tmp_path) if n.startswith(".tmp-")]
+    kept = len(rec.read_records(out))
+    r = subprocess.run(argv, env=_env(), cwd=str(tmp_path), capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    total = len(rec.read_records(out))
+    assert 0 < kept < total
+    assert f"{total - kept} computed" in r.stderr and f"{kept} reused" in r.stderr
+
+
+def test_sigterm_handler_is_only_the_commands(tmp_path, capsys):
+    """cli.main installs its SIGTERM handler for the command only, and leaves a caller's own alone."""
+    before = signal.getsignal(signal.SIGTERM)
+    assert cli.main(["models", "glm-4.7-flash"]) == 0
+    assert signal.getsignal(signal.SIGTERM) == before
+    mine = lambda *a: None   # noqa: E731
+    signal.signal(signal.SIGTERM, mine)
+    try:
+        seen = []
+        orig = cli._main
+        cli._main = lambda argv: seen.append(signal.getsignal(signal.SIGTERM)) or 0
+        try:
+            cli.main([])
+        finally:
+            cli._main = orig
+        assert seen == [mine]
+    finally:
+        signal.signal(signal.SIGTERM, before)
+    capsys.readouterr()
