@@ -252,3 +252,62 @@ def test_sigterm_handler_is_only_the_commands(tmp_path, capsys):
     finally:
         signal.signal(signal.SIGTERM, before)
     capsys.readouterr()
+
+
+def _fifo_with(tmp_path, name, data: bytes):
+    """A named pipe `name` in tmp_path that a thread fills with `data` once a reader opens it."""
+    import threading
+    p = tmp_path / name
+    os.mkfifo(p)
+
+    def feed():
+        with open(p, "wb") as f:
+            f.write(data)
+    t = threading.Thread(target=feed, daemon=True)
+    t.start()
+    return str(p), t
+
+
+def test_calibrate_reads_a_pipe_once_and_names_a_folder(capsys, tmp_path):
+    """calibrate read its input twice (to tell the format, then again as records): a named pipe (or
+    /dev/stdin, `... | glmbench calibrate /dev/stdin`) was refused as "no such file", and a file
+    rewritten between the two reads gave records of two versions. A folder said "no such file"."""
+    from glmbench.predict import calibrate as cal
+    shipped = os.path.join(os.path.dirname(cli.__file__), "data", "measured", "llama-cpp-1x3090.json")
+    data = open(shipped, "rb").read()
+    want = [(w.rsplit(":", 1)[1], r) for w, r in cal.read_measured(shipped)]
+    p, t = _fifo_with(tmp_path, "m.json", data)
+    got = cal.read_measured(p)
+    t.join(timeout=30)
+    assert [(w.rsplit(":", 1)[1], r) for w, r in got] == want      # the same records, the same lines
+    # glmbench's CSV through a pipe named without a suffix: told by its text
+    csv_text = rec.to_csv([r for _, r in want]).encode()
+    p, t = _fifo_with(tmp_path, "m-pipe", csv_text)
+    got = cal.read_measured(p)
+    t.join(timeout=30)
+    assert [r["avg_ts"] for _, r in got] == [r["avg_ts"] for _, r in want]
+    (tmp_path / "d.json").mkdir()
+    rc, _, err = run(capsys, "calibrate", str(tmp_path / "d.json"), "--hardware", "rtx-3090", "--out",
+                     str(tmp_path / "p.json"))
+    assert "is a folder" in one_line_error(rc, err)
+
+
+def test_a_piped_trace_that_is_not_utf8_is_one_error_not_a_hang(tmp_path):
+    """The reader of a trace that is not UTF-8 opened the file again to find the bad byte's line: a
+    named pipe, read once already, blocked there for ever (no writer)."""
+    p = tmp_path / "t.csv"
+    os.mkfifo(p)
+    code = ("import sys\nfrom glmbench.predict import traces\n"
+            "try:\n    traces.load(sys.argv[1])\nexcept ValueError as e:\n    print(e)\n")
+    child = subprocess.Popen([sys.executable, "-c", code, str(p)], env=_env(), stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True)
+    with open(p, "wb") as f:
+        f.write(b"arrival_s,prompt_tokens,output_tokens\n0,\xff\xfe,3\n")
+    try:
+        out, err = child.communicate(timeout=30)
+    except subprocess.TimeoutExpired:
+        child.kill()
+        child.communicate()
+        pytest.fail("the trace reader hung on a pipe")
+    assert child.returncode == 0, err
+    assert "t.csv" in out and "not UTF-8" in out

@@ -158,7 +158,9 @@ def read(path, name: str | None = None) -> Trace:
             if path.endswith((".jsonl", ".json")):
                 return _read_jsonl(path, f, name)
             return _read_csv(path, f, name)
-    except UnicodeDecodeError:
+    except UnicodeDecodeError as e:
+        if not os.path.isfile(path):   # a pipe (or /dev/stdin) is read once: its bytes are gone
+            raise ValueError(f"{path}: not a text file (not UTF-8: {e.reason}); expected a .jsonl or .csv trace") from None
         lineno, pos = _first_bad_utf8(path)
         raise ValueError(f"{path}:{lineno}: not a text file (not UTF-8 at byte {pos}); expected a .jsonl or .csv "
                          "trace") from None

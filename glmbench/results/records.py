@@ -343,9 +343,20 @@ def read_records(path: str | os.PathLike) -> list[dict]:
             text = f.read()
     except UnicodeDecodeError as e:
         raise ValueError(f"{p}: not UTF-8 text (byte {e.start}: {e.reason})") from None
+    if not p.endswith((".json", ".csv")):
+        raise ValueError(f"`path` must end in .csv or .json, got {p!r}")
+    return parse_records(text, p)
+
+
+def parse_records(text: str, p: str) -> list[dict]:
+    """read_records on text already read from the file `p` (its suffix, .json or .csv, tells which; a
+    name with neither, /dev/stdin or a pipe, is told by the text: JSON starts with '['), so a reader that
+    has the text does not open the file again (a pipe is read once; a file rewritten meanwhile would
+    give two different texts)."""
+    text = text.lstrip("\ufeff")
     if "\r" in text and "\n" not in text:   # lines ended in CR alone (Excel for Mac's "CSV (Macintosh)")
         text = text.replace("\r", "\n")
-    if p.endswith(".json"):
+    if p.endswith(".json") or not p.endswith(".csv") and text.lstrip().startswith("["):
         try:
             data = json.loads(text)
         except json.JSONDecodeError as e:
@@ -353,7 +364,7 @@ def read_records(path: str | os.PathLike) -> list[dict]:
         if not isinstance(data, list):
             raise ValueError(f"{p}: expected a JSON list of records, got {type(data).__name__}")
         recs = data
-    elif p.endswith(".csv"):
+    else:
         recs = []
         rows = csv.DictReader(io.StringIO(text))
         try:
@@ -364,8 +375,6 @@ def read_records(path: str | os.PathLike) -> list[dict]:
                 recs.append({k: _parse_cell(v) for k, v in row.items()})
         except csv.Error as e:  # not a ValueError: name the file and line like the others
             raise ValueError(f"{p}: line {rows.line_num}: not valid CSV ({e})") from None
-    else:
-        raise ValueError(f"`path` must end in .csv or .json, got {p!r}")
     for i, r in enumerate(recs):
         try:
             validate(r)
