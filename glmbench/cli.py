@@ -17,6 +17,7 @@ stderr and exit status 2; nothing else is printed. GLMBENCH_TRACEBACK=1 shows th
 from __future__ import annotations
 
 import argparse
+import contextlib
 import csv
 import dataclasses
 import io
@@ -278,6 +279,43 @@ def _is_hardware_profile(path: str) -> bool:
         return True
     except Exception:   # noqa: BLE001  (any reason it is not one: it is not ours to replace)
         return False
+
+
+@contextlib.contextmanager
+def _folder_held(path: str, opt: str = "--out"):
+    """One glmbench command at a time writes an --out folder (report, trace, search): an exclusive lock
+    on the folder's sidecar lock file (`.<folder>.lock` beside it, as a records file has; the folder holds
+    only what the command writes), held for the `with` block; a second command waits for the first
+    (saying so), then writes a whole folder of its own (a search resumes from the first's setups.json).
+    Two at once left a folder mixing both (report.md of one, records of the other) and a search's
+    setups.json held one search's evaluations, the other's lost. A folder this created is removed again
+    when the block fails before writing into it. No lock where fcntl is missing, or where the folder's
+    parent takes no file (the folder is still written)."""
+    made = not os.path.isdir(path)
+    os.makedirs(path, exist_ok=True)
+    ok, fd = False, None
+    try:
+        if rec.fcntl is not None:
+            try:
+                fd = os.open(rec.lock_path(os.path.abspath(path)), os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0),
+                             0o666)
+            except OSError:
+                fd = None
+        if fd is not None:
+            try:
+                rec.fcntl.flock(fd, rec.fcntl.LOCK_EX | rec.fcntl.LOCK_NB)
+            except BlockingIOError:
+                print(f"{opt} {path}: another glmbench command is writing into this folder; waiting for it to "
+                      "finish", file=sys.stderr, flush=True)
+                rec.fcntl.flock(fd, rec.fcntl.LOCK_EX)
+        yield
+        ok = True
+    finally:
+        if fd is not None:
+            os.close(fd)
+        if made and not ok:
+            with contextlib.suppress(OSError):
+                os.rmdir(path)      # only if still empty
 
 
 def _resume_line(path: str, before: list[dict], recs: list[dict], key) -> str:
@@ -604,7 +642,8 @@ def cmd_report(args) -> int:
     if getattr(args, "trace", None):
         trace, opts = _load_trace(args.trace), _trace_options(args)
     _say_notes(args)   # every option and file checked: the notes, then the work
-    result = report.run(study, out, extra_records=extra, progress=not args.quiet, trace=trace, trace_options=opts)
+    with _folder_held(out):
+        result = report.run(study, out, extra_records=extra, progress=not args.quiet, trace=trace, trace_options=opts)
     print(f"report written to {os.path.join(out, 'report.md')} "
           f"({len(result['charts'])} charts, {result['n_records']} records)")
     return 0
@@ -667,7 +706,8 @@ def cmd_trace(args) -> int:
     res = workload.trace_study(study, trace, progress=not args.quiet, keep_results=bool(args.out),
                                **opts)
     if args.out:
-        workload.write(res, args.out)
+        with _folder_held(args.out):
+            workload.write(res, args.out)
     if args.json:
         print(json.dumps(workload._finite(workload.public(res)), indent=1))
         return 0
@@ -718,11 +758,11 @@ def cmd_search(args) -> int:
         else:
             print(text, end="")
         if args.out:
-            os.makedirs(args.out, exist_ok=True)
-            rec.atomic_write_text(os.path.join(args.out, "decision_tree.md"), text.replace(
-                "# The study's", "# glmbench search: the study's", 1))
-            for r in rows:
-                rsearch.write(r["result"], os.path.join(args.out, re.sub(r"[^a-z0-9]+", "-", r["shape"].lower())))
+            with _folder_held(args.out):
+                rec.atomic_write_text(os.path.join(args.out, "decision_tree.md"), text.replace(
+                    "# The study's", "# glmbench search: the study's", 1))
+                for r in rows:
+                    rsearch.write(r["result"], os.path.join(args.out, re.sub(r"[^a-z0-9]+", "-", r["shape"].lower())))
             print(f"written to {args.out} (decision_tree.md, one search folder per workload)")
         return 0
     for opt in ("trace", "ttft_slo", "tpot_slo", "out"):
@@ -738,11 +778,12 @@ def cmd_search(args) -> int:
                            max_num_seqs=args.max_num_seqs, max_batched_tokens=args.max_batched_tokens,
                            prefix_cache=not args.no_prefix_cache)
     models = args.models or configs.builtin_names()
-    res = search.search(args.trace, obj, models=models, gpus=gpus, cards=args.cards, weights=args.weights,
-                        kv=args.kv, splits=args.split, runtimes=args.runtime, link_gbps=args.link,
-                        price_table=pt, requests=args.requests, workers=args.workers, ray=args.ray,
-                        store=os.path.join(args.out, "setups.json"), progress=not args.quiet)
-    rsearch.write(res, args.out)
+    with _folder_held(args.out):
+        res = search.search(args.trace, obj, models=models, gpus=gpus, cards=args.cards, weights=args.weights,
+                            kv=args.kv, splits=args.split, runtimes=args.runtime, link_gbps=args.link,
+                            price_table=pt, requests=args.requests, workers=args.workers, ray=args.ray,
+                            store=os.path.join(args.out, "setups.json"), progress=not args.quiet)
+        rsearch.write(res, args.out)
     for n in res.trace.get("notices") or ():
         print(f"note: {n}", file=sys.stderr)
     if args.json:

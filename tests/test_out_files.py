@@ -311,3 +311,42 @@ def test_a_piped_trace_that_is_not_utf8_is_one_error_not_a_hang(tmp_path):
         pytest.fail("the trace reader hung on a pipe")
     assert child.returncode == 0, err
     assert "t.csv" in out and "not UTF-8" in out
+
+
+def test_one_command_at_a_time_writes_an_out_folder(tmp_path):
+    """Two reports / traces / searches into one --out folder at once left a folder mixing both runs'
+    files, and a search's setups.json one search's evaluations (the other's lost). The second now waits
+    for the first, saying so, then writes a whole folder of its own."""
+    import fcntl
+    out = tmp_path / "t"
+    out.mkdir()
+    trace = tmp_path / "tr.csv"
+    trace.write_text("arrival_s,prompt_tokens,output_tokens\n" + "".join(f"{i * 0.5},{512 + 64 * i},{8 + i}\n"
+                                                                         for i in range(12)))
+    fd = os.open(tmp_path / ".t.lock", os.O_RDWR | os.O_CREAT)      # the folder's sidecar lock
+    fcntl.flock(fd, fcntl.LOCK_EX)       # another command is writing it
+    try:
+        p = subprocess.Popen([sys.executable, "-m", "glmbench", "trace", str(trace), "-q", "--out", str(out)],
+                             env=_env(), cwd=str(tmp_path), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                             text=True)
+        line = p.stderr.readline()      # (the trace replays first, then waits to write)
+        assert "another glmbench command is writing into this folder; waiting" in line, line
+        time.sleep(0.5)
+        assert p.poll() is None and not (out / "trace.json").exists()
+    finally:
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        os.close(fd)
+    _, err = p.communicate(timeout=300)
+    assert p.returncode == 0, err
+    assert (out / "trace.json").exists() and (out / "trace_runs.csv").exists()
+    assert not [n for n in os.listdir(out) if n.startswith(".")]     # the folder holds only the command's files
+
+
+def test_a_failed_report_leaves_no_folder_it_made(capsys, tmp_path, monkeypatch):
+    from glmbench import report
+
+    def fails(*a, **k):
+        raise ValueError("no")
+    monkeypatch.setattr(report, "run", fails)
+    rc, _, err = run(capsys, "report", "--model", "glm-4.7-flash", "--out", str(tmp_path / "new"))
+    assert rc == 2 and not (tmp_path / "new").exists()
