@@ -1134,7 +1134,9 @@ def _show_one(path, recs, args) -> int:
 
 def cmd_plot(args) -> int:
     recs = _read(args.file, model=args.model, need_model=True)
-    out = args.out if args.out is not None else os.path.splitext(args.file)[0] + "-charts"
+    # beside the file; a pipe's (/dev/stdin, <(...), a fifo) in the current folder, not in /dev or /proc/self/fd
+    base = args.file if os.path.isfile(args.file) else os.path.basename(args.file)
+    out = args.out if args.out is not None else os.path.splitext(base)[0] + "-charts"
     _check_out_folder(out, "--out", False)
     paths = plots.save_charts(recs, out)
     if not paths:
@@ -1398,7 +1400,8 @@ def build_parser() -> argparse.ArgumentParser:
     sp = add("plot", "draw every chart a result file has data for", cmd_plot)
     sp.add_argument("file", metavar="FILE", help=f"records ({formats})")
     sp.add_argument("--model", metavar="NAME|config.json", help=model_help)
-    sp.add_argument("--out", metavar="DIR", help="folder for the PNGs (default: FILE without extension + '-charts')")
+    sp.add_argument("--out", metavar="DIR", help="folder for the PNGs (default: FILE without extension + '-charts'; "
+                                                 "for a pipe such as /dev/stdin, its name + '-charts' in the current folder)")
     return p
 
 

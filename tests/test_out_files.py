@@ -350,3 +350,27 @@ def test_a_failed_report_leaves_no_folder_it_made(capsys, tmp_path, monkeypatch)
     monkeypatch.setattr(report, "run", fails)
     rc, _, err = run(capsys, "report", "--model", "glm-4.7-flash", "--out", str(tmp_path / "new"))
     assert rc == 2 and not (tmp_path / "new").exists()
+
+
+def test_plot_of_a_pipe_draws_into_the_current_folder(capsys, tmp_path, monkeypatch):
+    """`glmbench plot /dev/stdin < r.json` (or a fifo elsewhere) drew into /dev/stdin-charts: the default
+    folder is beside the file, and a pipe's "beside" is /dev (or /proc/self/fd for <(...))."""
+    recs = [{"evidence": "predicted", "test": "tg", "model": "glm-4.7-flash", "n_depth": d, "n_prompt": 0, "n_gen": 1,
+             "n_streams": 1, "avg_ts": 100.0 - d / 1024, "device": "RTX 3090", "n_cards": 1} for d in (1024, 4096, 16384)]
+    elsewhere = tmp_path / "pipes"
+    elsewhere.mkdir()
+    p, t = _fifo_with(elsewhere, "r.json", rec.to_json(recs).encode())
+    here = tmp_path / "here"
+    here.mkdir()
+    monkeypatch.chdir(here)
+    rc, out, err = run(capsys, "plot", p)
+    t.join(timeout=30)
+    assert rc == 0, err
+    assert os.listdir(elsewhere) == ["r.json"]
+    assert (here / "r-charts" / "generation_vs_context.png").exists()
+    # a regular file: beside it, as before
+    f = tmp_path / "s.json"
+    rec.write_records(f, recs)
+    rc, out, err = run(capsys, "plot", str(f))
+    assert rc == 0, err
+    assert (tmp_path / "s-charts" / "generation_vs_context.png").exists()
