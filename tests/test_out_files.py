@@ -374,3 +374,19 @@ def test_plot_of_a_pipe_draws_into_the_current_folder(capsys, tmp_path, monkeypa
     rc, out, err = run(capsys, "plot", str(f))
     assert rc == 0, err
     assert (tmp_path / "s-charts" / "generation_vs_context.png").exists()
+
+
+def test_gzipped_inputs_are_named_as_such(capsys, tmp_path):
+    """A results file or trace saved gzip-compressed said "not a text file (not UTF-8)" or that traces end
+    in .jsonl or .csv; now that it is gzip-compressed and what to run."""
+    import gzip
+    here = os.path.dirname(os.path.abspath(__file__))
+    lb = tmp_path / "llama-bench.json"
+    with open(os.path.join(here, "data", "formats", "llama-bench.json"), "rb") as f:
+        lb.write_bytes(gzip.compress(f.read()))
+    rc, _, err = run(capsys, "compare", str(lb))
+    assert "gzip-compressed" in one_line_error(rc, err) and "gunzip" in err
+    tr = tmp_path / "t.csv.gz"
+    tr.write_bytes(gzip.compress(b"arrival_s,prompt_tokens,output_tokens\n0,10,3\n"))
+    rc, _, err = run(capsys, "trace", str(tr), "-q")
+    assert "gzip-compressed" in one_line_error(rc, err)

@@ -150,6 +150,9 @@ def read(path, name: str | None = None) -> Trace:
     name = name or os.path.splitext(os.path.basename(path))[0]
     if os.path.isdir(path):
         raise ValueError(f"{path}: is a folder, expected a .jsonl or .csv trace file")
+    if path.endswith(".gz") and path[:-3].endswith((".jsonl", ".json", ".csv")):
+        raise ValueError(f"{path}: gzip-compressed; decompress it first (gunzip -k {os.path.basename(path)}) and "
+                         "give the .jsonl or .csv")
     if not path.endswith((".jsonl", ".json", ".csv")):
         raise ValueError(f"{path}: trace files end in .jsonl (Mooncake or plain) or .csv (Azure, BurstGPT or plain)")
     # utf-8-sig: a byte-order mark (spreadsheet exports write one) is not part of the first field

@@ -192,6 +192,8 @@ def decoded(raw: bytes, path) -> str:
     """A results file's text: UTF-8 (a byte-order mark dropped), or UTF-16 (what Windows PowerShell 5's
     `llama-bench ... > out.md` and Out-File write: with its byte-order mark; without one, told by the zero byte
     beside each ASCII character); else a FormatError naming the line."""
+    if raw.startswith(b"\x1f\x8b"):      # (read as text: "not a text file (not UTF-8)", which it is not either)
+        raise FormatError(f"{path}: gzip-compressed; decompress it first (gunzip -k {os.path.basename(str(path))})")
     even, odd = raw[0::2], raw[1::2]
     enc = ("utf-16" if raw.startswith((b"\xff\xfe", b"\xfe\xff")) else
            next((e for e, z, nz in (("utf-16-le", odd, even), ("utf-16-be", even, odd))
