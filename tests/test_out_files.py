@@ -390,3 +390,21 @@ def test_gzipped_inputs_are_named_as_such(capsys, tmp_path):
     tr.write_bytes(gzip.compress(b"arrival_s,prompt_tokens,output_tokens\n0,10,3\n"))
     rc, _, err = run(capsys, "trace", str(tr), "-q")
     assert "gzip-compressed" in one_line_error(rc, err)
+
+
+def test_a_failed_write_names_the_file(capsys, tmp_path, monkeypatch):
+    """A full disk (ENOSPC at write or fsync) ended `glmbench sweep` with "error: glmbench sweep: No space
+    left on device", naming no file; the old file stays whole and no temp file is left."""
+    import errno
+    out = tmp_path / "s.json"
+    rec.write_records(out, [{"evidence": "predicted", "test": "tg", "avg_ts": 1.0}])
+    before = out.read_bytes()
+
+    def full(fd):
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+    monkeypatch.setattr(rec.os, "fsync", full)
+    rc, _, err = run(capsys, *SWEEP, "--depths", "1K", "--out", str(out))
+    line = one_line_error(rc, err)
+    assert line.endswith(f"No space left on device: {out}"), line
+    assert out.read_bytes() == before
+    assert not [n for n in os.listdir(tmp_path) if n.startswith(".tmp-")]

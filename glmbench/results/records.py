@@ -225,9 +225,13 @@ def atomic_write(path: str | os.PathLike, write: Callable, *, binary: bool = Fal
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, target)
-    except BaseException:
+    except BaseException as e:
         if os.path.exists(tmp):
             os.unlink(tmp)
+        if isinstance(e, OSError) and e.filename is None and e.strerror:
+            # a write or fsync that failed (a full disk, a quota, EIO) names no file: "No space left on
+            # device" alone did not say which output could not be written
+            raise OSError(e.errno, e.strerror, path) from None
         raise
     return path
 
