@@ -179,10 +179,13 @@ def _not_a_result(path: str) -> str | None:
     return None
 
 
-def _check_out_file(path: str, opt: str = "--out", force: bool = False, suffixes=(".json", ".csv")) -> bool:
+def _check_out_file(path: str, opt: str = "--out", force: bool = False, suffixes=(".json", ".csv"),
+                    inputs=()) -> bool:
     """Check an output file before any work: its suffix, its folder (exists or can be created,
-    writable), and that an existing file there is a glmbench result (else refused unless --force).
-    Returns True when an existing file that is not a result is to be overwritten (--force)."""
+    writable), that it is none of the command's `inputs` (the files it reads: a model config, a hardware
+    profile, --routing; --force or not), and that an existing file there is a glmbench result (else
+    refused unless --force). Returns True when an existing file that is not a result is to be
+    overwritten (--force)."""
     if not path:
         raise UserError(f"{opt} is empty; give a file name ending in {' or '.join(suffixes)}")
     if not path.endswith(suffixes):
@@ -190,6 +193,11 @@ def _check_out_file(path: str, opt: str = "--out", force: bool = False, suffixes
     if os.path.isdir(path):
         raise UserError(f"{opt} {path!r} is a folder; give a file name ending in {' or '.join(suffixes)}")
     _check_folder(os.path.dirname(path) or ".", opt, repr(path))
+    if os.path.exists(path):
+        for f in inputs:
+            if isinstance(f, (str, os.PathLike)) and os.path.isfile(f) and os.path.samefile(f, path):
+                raise UserError(f"{opt} {path!r} is one of the files it reads ({f}); refusing to overwrite its own "
+                                "input (give another file)")
     if os.path.exists(path):
         why = _not_a_result(path)
         if why is not None:
@@ -796,11 +804,16 @@ def cmd_search(args) -> int:
     return 0
 
 
+def _study_inputs(args) -> list:
+    """The files a sweep reads: model configs, a hardware or host profile, --routing's records."""
+    return [*(args.model or ()), args.hardware, getattr(args, "host", None), getattr(args, "routing", None)]
+
+
 def cmd_sweep(args) -> int:
     study = _study_from_args(args)
     tests = tuple(t.strip() for t in args.tests.split(",") if t.strip())
     out = args.out
-    if out is not None and _check_out_file(out, force=args.force):
+    if out is not None and _check_out_file(out, force=args.force, inputs=_study_inputs(args)):
         os.unlink(out)  # --force: not a records file, replaced rather than resumed from
     resumable = out if out and out.endswith(".json") else None
     before = _read_before(resumable)
@@ -912,7 +925,7 @@ def cmd_truth_table(args) -> int:
 def cmd_measure(args) -> int:
     from glmbench import measure  # the measured side needs the C core: imported only for this command
     out = args.out
-    if out is not None and _check_out_file(out, force=args.force):
+    if out is not None and _check_out_file(out, force=args.force, inputs=[args.model]):
         os.unlink(out)  # --force: not a records file, replaced rather than resumed from
     resumable = out if out and out.endswith(".json") else None
     before = _read_before(resumable)

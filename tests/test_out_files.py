@@ -408,3 +408,28 @@ def test_a_failed_write_names_the_file(capsys, tmp_path, monkeypatch):
     assert line.endswith(f"No space left on device: {out}"), line
     assert out.read_bytes() == before
     assert not [n for n in os.listdir(tmp_path) if n.startswith(".tmp-")]
+
+
+def test_sweep_and_measure_never_write_over_a_file_they_read(capsys, tmp_path):
+    """`--force` let `sweep --hardware card.json --out card.json` and `measure config.json --out config.json`
+    replace the profile or the model config they had just read with records (calibrate and truth-table
+    never write over their inputs; these had no such check)."""
+    from glmbench.predict import hardware
+    card = tmp_path / "card.json"
+    card.write_text(json.dumps(hardware.profile_to_dict(hardware.get_gpu("rtx-3090")), indent=1))
+    before = card.read_bytes()
+    rc, _, err = run(capsys, *SWEEP, "--hardware", str(card), "--depths", "1K", "--out", str(card), "--force")
+    assert "one of the files it reads" in one_line_error(rc, err)
+    assert card.read_bytes() == before
+    cfg = tmp_path / "config.json"
+    cfg.write_text(json.dumps({"architectures": ["LlamaForCausalLM"], "hidden_size": 64}))
+    before = cfg.read_bytes()
+    rc, _, err = run(capsys, "measure", str(cfg), "--out", str(cfg), "--force", "-q")
+    assert "one of the files it reads" in one_line_error(rc, err)
+    assert cfg.read_bytes() == before
+    # another file with --force is still replaced
+    other = tmp_path / "other.json"
+    other.write_text("{}")
+    rc, _, err = run(capsys, *SWEEP, "--hardware", str(card), "--depths", "1K", "--out", str(other), "--force")
+    assert rc == 0, err
+    assert rec.read_records(other)[0]["n_depth"] == 1024
