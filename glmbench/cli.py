@@ -645,6 +645,12 @@ def cmd_report(args) -> int:
     # when the study has one
     one = study.models[0] if len(study.models) == 1 else None
     for path in args.measured or []:
+        for name in sorted(os.listdir(out)) if os.path.isdir(out) else ():
+            f = os.path.join(out, name)
+            if os.path.isfile(path) and os.path.isfile(f) and os.path.samefile(path, f):
+                # (it was rewritten with the study's records added: each rerun read those back as measured)
+                raise UserError(f"--measured {path}: a file of --out {out!r}, which the report rewrites; refusing to "
+                                "modify its own input (copy it elsewhere, or give another --out)")
         extra += _read(path, default_model=one, need_model=True, option="--measured")
     trace, opts = (None, None)
     if getattr(args, "trace", None):

@@ -433,3 +433,18 @@ def test_sweep_and_measure_never_write_over_a_file_they_read(capsys, tmp_path):
     rc, _, err = run(capsys, *SWEEP, "--hardware", str(card), "--depths", "1K", "--out", str(other), "--force")
     assert rc == 0, err
     assert rec.read_records(other)[0]["n_depth"] == 1024
+
+
+def test_report_never_rewrites_a_measured_file_it_reads(capsys, tmp_path):
+    """report --measured rep/records.json --out rep rewrote its input with the study's predictions added;
+    each rerun read those back as measured records, the file growing by the study each time."""
+    rep = tmp_path / "rep"
+    rep.mkdir()
+    shipped = os.path.join(os.path.dirname(cli.__file__), "data", "measured", "llama-cpp-1x3090.json")
+    m = rep / "records.json"
+    m.write_bytes(open(shipped, "rb").read())
+    before = m.read_bytes()
+    rc, _, err = run(capsys, "report", "--model", "glm-4.7-flash", "--cards", "1", "--depths", "1K", "--concurrency", "1",
+                     "-q", "--measured", str(m), "--out", str(rep))
+    assert "which the report rewrites" in one_line_error(rc, err)
+    assert m.read_bytes() == before and os.listdir(rep) == ["records.json"]
