@@ -1530,6 +1530,12 @@ def _main(argv: list[str] | None = None) -> int:
             pass
         return EXIT_BROKEN_PIPE
     except UserError as e:
+        if "(see `" in str(e):   # a usage error (_Parser.error): a file named like an option was read as one
+            dashed = [a for a in (sys.argv[1:] if argv is None else argv)
+                      if isinstance(a, str) and a.startswith("-") and a != "-" and os.path.exists(a)]
+            if dashed:
+                return _fail(f"{e}; {dashed[0]!r} is a file whose name starts with '-', read as an option: "
+                             f"write ./{dashed[0]} (or put -- before it)")
         return _fail(str(e))
     except (ValueError, TypeError, KeyError, OSError, ImportError, OverflowError, MemoryError, csv.Error) as e:
         # ImportError: a measured command where the C core was not built (core/_loader.py says why);

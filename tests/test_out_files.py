@@ -448,3 +448,19 @@ def test_report_never_rewrites_a_measured_file_it_reads(capsys, tmp_path):
                      "-q", "--measured", str(m), "--out", str(rep))
     assert "which the report rewrites" in one_line_error(rc, err)
     assert m.read_bytes() == before and os.listdir(rep) == ["records.json"]
+
+
+def test_a_file_named_like_an_option_gets_a_hint(capsys, tmp_path, monkeypatch):
+    """`glmbench compare -r.json` (a file whose name starts with '-') said only that FILE is required."""
+    monkeypatch.chdir(tmp_path)
+    rec.write_records("-r.json", [{"evidence": "predicted", "test": "tg", "model": "glm-4.7-flash", "n_depth": 0,
+                                   "avg_ts": 1.0}])
+    rec.write_records("b.json", [{"evidence": "predicted", "test": "tg", "model": "glm-4.7-flash", "n_depth": 0,
+                                  "avg_ts": 2.0}])
+    for argv in (["compare", "-r.json"], ["compare", "b.json", "-r.json"]):
+        rc, _, err = run(capsys, *argv)
+        assert "write ./-r.json (or put -- before it)" in one_line_error(rc, err)
+    rc, out, err = run(capsys, "compare", "b.json", "./-r.json")
+    assert rc == 0, err
+    rc, _, err = run(capsys, "compare", "-nofile.json")
+    assert "starts with '-'" not in one_line_error(rc, err)
