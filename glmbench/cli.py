@@ -17,12 +17,14 @@ stderr and exit status 2; nothing else is printed. GLMBENCH_TRACEBACK=1 shows th
 from __future__ import annotations
 
 import argparse
+import contextlib
 import csv
 import dataclasses
 import io
 import json
 import os
 import re
+import signal
 import sys
 import tempfile
 
@@ -177,10 +179,13 @@ def _not_a_result(path: str) -> str | None:
     return None
 
 
-def _check_out_file(path: str, opt: str = "--out", force: bool = False, suffixes=(".json", ".csv")) -> bool:
+def _check_out_file(path: str, opt: str = "--out", force: bool = False, suffixes=(".json", ".csv"),
+                    inputs=()) -> bool:
     """Check an output file before any work: its suffix, its folder (exists or can be created,
-    writable), and that an existing file there is a glmbench result (else refused unless --force).
-    Returns True when an existing file that is not a result is to be overwritten (--force)."""
+    writable), that it is none of the command's `inputs` (the files it reads: a model config, a hardware
+    profile, --routing; --force or not), and that an existing file there is a glmbench result (else
+    refused unless --force). Returns True when an existing file that is not a result is to be
+    overwritten (--force)."""
     if not path:
         raise UserError(f"{opt} is empty; give a file name ending in {' or '.join(suffixes)}")
     if not path.endswith(suffixes):
@@ -188,6 +193,11 @@ def _check_out_file(path: str, opt: str = "--out", force: bool = False, suffixes
     if os.path.isdir(path):
         raise UserError(f"{opt} {path!r} is a folder; give a file name ending in {' or '.join(suffixes)}")
     _check_folder(os.path.dirname(path) or ".", opt, repr(path))
+    if os.path.exists(path):
+        for f in inputs:
+            if isinstance(f, (str, os.PathLike)) and os.path.isfile(f) and os.path.samefile(f, path):
+                raise UserError(f"{opt} {path!r} is one of the files it reads ({f}); refusing to overwrite its own "
+                                "input (give another file)")
     if os.path.exists(path):
         why = _not_a_result(path)
         if why is not None:
@@ -231,6 +241,91 @@ def _check_out_folder(path: str, opt: str, force: bool, results=(), json_files=(
                             "overwrite it (pass --force to replace it)")
 
 
+def _check_own_out(path: str, opt: str, force: bool, *, kind: str, ours, inputs=(), input_dirs=(),
+                   suffixes=None) -> None:
+    """An output file of one kind (`kind`: "a truth table", "a hardware profile"), checked before any
+    work as every --out is: not empty, its suffix (`suffixes`), not a folder, its folder creatable and
+    writable; never one of the command's `inputs` (nor a file in its `input_dirs`), --force or not; an
+    existing file that `ours(path)` does not take as its kind is refused unless --force."""
+    if not path:
+        raise UserError(f"{opt} is empty; give a file name" + (f" ending in {' or '.join(suffixes)}" if suffixes else ""))
+    if suffixes and not path.endswith(tuple(suffixes)):
+        raise UserError(f"{opt} must end in {' or '.join(suffixes)}, got {path!r}")
+    if os.path.isdir(path):
+        raise UserError(f"{opt} {path!r} is a folder; give a file name")
+    _check_folder(os.path.dirname(path) or ".", opt, repr(path))
+    if not os.path.exists(path):
+        return
+    named = [f for f in inputs if f and os.path.isfile(f)]
+    for d in input_dirs:
+        for root, _, names in os.walk(d):
+            named += [os.path.join(root, n) for n in names]
+    for f in named:
+        if os.path.samefile(f, path):
+            raise UserError(f"{opt} {path!r} is one of the files it reads ({f}); refusing to overwrite its own "
+                            "input (give another file)")
+    if not force and not ours(path):
+        raise UserError(f"{opt} {path!r} exists and is not {kind} glmbench wrote; refusing to overwrite it "
+                        "(pass --force to replace it)")
+
+
+def _is_truth_table(path: str) -> bool:
+    if not os.path.getsize(path):
+        return True
+    try:
+        with open(path, encoding="utf-8-sig") as f:
+            return f.readline().startswith("# Truth table")
+    except (OSError, UnicodeDecodeError):
+        return False
+
+
+def _is_hardware_profile(path: str) -> bool:
+    if not os.path.getsize(path):
+        return True
+    try:
+        hardware.load_profile(path)
+        return True
+    except Exception:   # noqa: BLE001  (any reason it is not one: it is not ours to replace)
+        return False
+
+
+@contextlib.contextmanager
+def _folder_held(path: str, opt: str = "--out"):
+    """One glmbench command at a time writes an --out folder (report, trace, search): an exclusive lock
+    on the folder's sidecar lock file (`.<folder>.lock` beside it, as a records file has; the folder holds
+    only what the command writes), held for the `with` block; a second command waits for the first
+    (saying so), then writes a whole folder of its own (a search resumes from the first's setups.json).
+    Two at once left a folder mixing both (report.md of one, records of the other) and a search's
+    setups.json held one search's evaluations, the other's lost. A folder this created is removed again
+    when the block fails before writing into it. No lock where fcntl is missing, or where the folder's
+    parent takes no file (the folder is still written)."""
+    made = not os.path.isdir(path)
+    os.makedirs(path, exist_ok=True)
+    ok, fd = False, None
+    try:
+        if rec.fcntl is not None:
+            try:
+                fd = os.open(rec.lock_path(os.path.abspath(path)), os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0),
+                             0o666)
+            except OSError:
+                fd = None
+        if fd is not None:
+            try:
+                rec.fcntl.flock(fd, rec.fcntl.LOCK_EX | rec.fcntl.LOCK_NB)
+            except BlockingIOError:
+                print(f"{opt} {path}: another glmbench command is writing into this folder; waiting for it to "
+                      "finish", file=sys.stderr, flush=True)
+                rec.fcntl.flock(fd, rec.fcntl.LOCK_EX)
+        yield
+        ok = True
+    finally:
+        if fd is not None:
+            os.close(fd)
+        if made and not ok:
+            with contextlib.suppress(OSError):
+                os.rmdir(path)      # only if still empty
+
+
 def _resume_line(path: str, before: list[dict], recs: list[dict], key) -> str:
     """What a resumed run did with its file, and what the file holds now."""
     n = rec.resume_summary(before, recs, key)
@@ -246,7 +341,7 @@ def _resume_line(path: str, before: list[dict], recs: list[dict], key) -> str:
 
 
 def _read_before(path) -> list[dict]:
-    return rec.read_records(path) if path and os.path.exists(path) and os.path.getsize(path) else []
+    return rec.read_existing(path) if path else []
 
 
 # ---- output helpers -----------------------------------------------------------------------------
@@ -550,12 +645,19 @@ def cmd_report(args) -> int:
     # when the study has one
     one = study.models[0] if len(study.models) == 1 else None
     for path in args.measured or []:
+        for name in sorted(os.listdir(out)) if os.path.isdir(out) else ():
+            f = os.path.join(out, name)
+            if os.path.isfile(path) and os.path.isfile(f) and os.path.samefile(path, f):
+                # (it was rewritten with the study's records added: each rerun read those back as measured)
+                raise UserError(f"--measured {path}: a file of --out {out!r}, which the report rewrites; refusing to "
+                                "modify its own input (copy it elsewhere, or give another --out)")
         extra += _read(path, default_model=one, need_model=True, option="--measured")
     trace, opts = (None, None)
     if getattr(args, "trace", None):
         trace, opts = _load_trace(args.trace), _trace_options(args)
     _say_notes(args)   # every option and file checked: the notes, then the work
-    result = report.run(study, out, extra_records=extra, progress=not args.quiet, trace=trace, trace_options=opts)
+    with _folder_held(out):
+        result = report.run(study, out, extra_records=extra, progress=not args.quiet, trace=trace, trace_options=opts)
     print(f"report written to {os.path.join(out, 'report.md')} "
           f"({len(result['charts'])} charts, {result['n_records']} records)")
     return 0
@@ -618,7 +720,8 @@ def cmd_trace(args) -> int:
     res = workload.trace_study(study, trace, progress=not args.quiet, keep_results=bool(args.out),
                                **opts)
     if args.out:
-        workload.write(res, args.out)
+        with _folder_held(args.out):
+            workload.write(res, args.out)
     if args.json:
         print(json.dumps(workload._finite(workload.public(res)), indent=1))
         return 0
@@ -669,11 +772,11 @@ def cmd_search(args) -> int:
         else:
             print(text, end="")
         if args.out:
-            os.makedirs(args.out, exist_ok=True)
-            rec.atomic_write_text(os.path.join(args.out, "decision_tree.md"), text.replace(
-                "# The study's", "# glmbench search: the study's", 1))
-            for r in rows:
-                rsearch.write(r["result"], os.path.join(args.out, re.sub(r"[^a-z0-9]+", "-", r["shape"].lower())))
+            with _folder_held(args.out):
+                rec.atomic_write_text(os.path.join(args.out, "decision_tree.md"), text.replace(
+                    "# The study's", "# glmbench search: the study's", 1))
+                for r in rows:
+                    rsearch.write(r["result"], os.path.join(args.out, re.sub(r"[^a-z0-9]+", "-", r["shape"].lower())))
             print(f"written to {args.out} (decision_tree.md, one search folder per workload)")
         return 0
     for opt in ("trace", "ttft_slo", "tpot_slo", "out"):
@@ -689,11 +792,12 @@ def cmd_search(args) -> int:
                            max_num_seqs=args.max_num_seqs, max_batched_tokens=args.max_batched_tokens,
                            prefix_cache=not args.no_prefix_cache)
     models = args.models or configs.builtin_names()
-    res = search.search(args.trace, obj, models=models, gpus=gpus, cards=args.cards, weights=args.weights,
-                        kv=args.kv, splits=args.split, runtimes=args.runtime, link_gbps=args.link,
-                        price_table=pt, requests=args.requests, workers=args.workers, ray=args.ray,
-                        store=os.path.join(args.out, "setups.json"), progress=not args.quiet)
-    rsearch.write(res, args.out)
+    with _folder_held(args.out):
+        res = search.search(args.trace, obj, models=models, gpus=gpus, cards=args.cards, weights=args.weights,
+                            kv=args.kv, splits=args.split, runtimes=args.runtime, link_gbps=args.link,
+                            price_table=pt, requests=args.requests, workers=args.workers, ray=args.ray,
+                            store=os.path.join(args.out, "setups.json"), progress=not args.quiet)
+        rsearch.write(res, args.out)
     for n in res.trace.get("notices") or ():
         print(f"note: {n}", file=sys.stderr)
     if args.json:
@@ -706,11 +810,16 @@ def cmd_search(args) -> int:
     return 0
 
 
+def _study_inputs(args) -> list:
+    """The files a sweep reads: model configs, a hardware or host profile, --routing's records."""
+    return [*(args.model or ()), args.hardware, getattr(args, "host", None), getattr(args, "routing", None)]
+
+
 def cmd_sweep(args) -> int:
     study = _study_from_args(args)
     tests = tuple(t.strip() for t in args.tests.split(",") if t.strip())
     out = args.out
-    if out is not None and _check_out_file(out, force=args.force):
+    if out is not None and _check_out_file(out, force=args.force, inputs=_study_inputs(args)):
         os.unlink(out)  # --force: not a records file, replaced rather than resumed from
     resumable = out if out and out.endswith(".json") else None
     before = _read_before(resumable)
@@ -786,6 +895,10 @@ def cmd_truth_table(args) -> int:
     from glmbench.predict import calibrate as cal  # scipy: loaded only for this command
     from glmbench.predict import costmodel
     from glmbench.report import truth
+    if args.out is not None:
+        _check_own_out(args.out, "--out", args.force, kind="a truth table", ours=_is_truth_table,
+                       inputs=[*(args.measured or ()), args.measured_hardware, args.measured_model,
+                               args.measured_calibrated], input_dirs=[*(args.host or ()), *(args.llama_bench or ())])
     extra = []
     for f in args.measured or []:
         prof = costmodel.load_runtime(args.measured_calibrated) if args.measured_calibrated else None
@@ -818,7 +931,7 @@ def cmd_truth_table(args) -> int:
 def cmd_measure(args) -> int:
     from glmbench import measure  # the measured side needs the C core: imported only for this command
     out = args.out
-    if out is not None and _check_out_file(out, force=args.force):
+    if out is not None and _check_out_file(out, force=args.force, inputs=[args.model]):
         os.unlink(out)  # --force: not a records file, replaced rather than resumed from
     resumable = out if out and out.endswith(".json") else None
     before = _read_before(resumable)
@@ -944,12 +1057,13 @@ def cmd_runtimes(args) -> int:
 
 
 def cmd_hardware(args) -> int:
-    if args.save_host:
-        if not args.save_host.endswith(".json"):
-            raise UserError(f"--save-host must end in .json, got {args.save_host!r}")
-        from glmbench.results.records import atomic_write_text
-        gpu = _host_now("--save-host", f"written to {args.save_host} (use it as --hardware {args.save_host})")
-        atomic_write_text(args.save_host, json.dumps(hardware.profile_to_dict(gpu), indent=1) + "\n")
+    if args.save_host is not None:
+        # checked before measuring (it measured, said "written to FILE", then failed to write there)
+        _check_own_out(args.save_host, "--save-host", args.force, kind="a hardware profile",
+                       ours=_is_hardware_profile, suffixes=(".json",))
+        gpu = _host_now("--save-host", "writing it")
+        rec.atomic_write_text(args.save_host, json.dumps(hardware.profile_to_dict(gpu), indent=1) + "\n")
+        print(f"wrote {args.save_host} (use it as --hardware {args.save_host})", file=sys.stderr)
         return 0
     names = args.names or hardware.list_gpus()
     gpus = [hardware.get_gpu(n) for n in names]
@@ -1039,7 +1153,9 @@ def _show_one(path, recs, args) -> int:
 
 def cmd_plot(args) -> int:
     recs = _read(args.file, model=args.model, need_model=True)
-    out = args.out if args.out is not None else os.path.splitext(args.file)[0] + "-charts"
+    # beside the file; a pipe's (/dev/stdin, <(...), a fifo) in the current folder, not in /dev or /proc/self/fd
+    base = args.file if os.path.isfile(args.file) else os.path.basename(args.file)
+    out = args.out if args.out is not None else os.path.splitext(base)[0] + "-charts"
     _check_out_folder(out, "--out", False)
     paths = plots.save_charts(recs, out)
     if not paths:
@@ -1260,6 +1376,8 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--measured-calibrated", metavar="PROFILE",
                     help="a calibrated profile of the --measured files' runtime (default: none, ideal and typical only)")
     sp.add_argument("--out", metavar="FILE.md", help="write the table (atomically) here instead of stdout")
+    sp.add_argument("--force", action="store_true",
+                    help="overwrite --out even if it is not a truth table (never one of the files it reads)")
     sp.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
 
     sp = add("models", "list the built-in model configs", cmd_models)
@@ -1281,6 +1399,8 @@ def build_parser() -> argparse.ArgumentParser:
                     help="measure this machine's CPU ceilings (triad bandwidth, FMA peak) and write them as a "
                          "hardware profile (kind cpu) that --hardware FILE.json reads back: one fixed host "
                          "profile for calibrate, sweep and report instead of re-measuring with 'host'")
+    sp.add_argument("--force", action="store_true",
+                    help="overwrite --save-host even if it is not a hardware profile")
     fmt_opts(sp)
 
     formats = ("glmbench records, llama-bench -o json/jsonl/csv/md/sql, llama-sweep-bench, llama-batched-bench, "
@@ -1299,7 +1419,8 @@ def build_parser() -> argparse.ArgumentParser:
     sp = add("plot", "draw every chart a result file has data for", cmd_plot)
     sp.add_argument("file", metavar="FILE", help=f"records ({formats})")
     sp.add_argument("--model", metavar="NAME|config.json", help=model_help)
-    sp.add_argument("--out", metavar="DIR", help="folder for the PNGs (default: FILE without extension + '-charts')")
+    sp.add_argument("--out", metavar="DIR", help="folder for the PNGs (default: FILE without extension + '-charts'; "
+                                                 "for a pipe such as /dev/stdin, its name + '-charts' in the current folder)")
     return p
 
 
@@ -1346,12 +1467,38 @@ def _format_warning(message, category, filename, lineno, line=None, _format=None
 _PKG_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
 
 
+EXIT_TERMINATED = 128 + signal.SIGTERM   # 143, what a shell reports for a process ended by SIGTERM
+_TERM = {"pid": None, "got": False}
+
+
+def _on_sigterm(signum, frame):
+    """SIGTERM (`kill`, `timeout`, a batch scheduler's time limit, systemd) handled as Ctrl-C is: the
+    finished points saved (a sweep saves only every so often, and the points priced since were lost),
+    no temp file left, a line saying what was kept. A forked worker (search's pool) that inherited the
+    handler ends as it would have without it."""
+    if os.getpid() != _TERM["pid"]:
+        signal.signal(signum, signal.SIG_DFL)
+        os.kill(os.getpid(), signum)
+        return
+    _TERM["got"] = True
+    raise KeyboardInterrupt
+
+
 def main(argv: list[str] | None = None) -> int:
     import functools
+    import threading
     import warnings
-    with warnings.catch_warnings():
-        warnings.formatwarning = functools.partial(_format_warning, _format=warnings.formatwarning)
-        return _main(argv)
+    installed = None
+    _TERM.update(pid=os.getpid(), got=False)
+    if threading.current_thread() is threading.main_thread() and signal.getsignal(signal.SIGTERM) == signal.SIG_DFL:
+        installed = signal.signal(signal.SIGTERM, _on_sigterm)   # (a caller's own handler is left alone)
+    try:
+        with warnings.catch_warnings():
+            warnings.formatwarning = functools.partial(_format_warning, _format=warnings.formatwarning)
+            return _main(argv)
+    finally:
+        if installed is not None:
+            signal.signal(signal.SIGTERM, installed)
 
 
 def _main(argv: list[str] | None = None) -> int:
@@ -1383,8 +1530,14 @@ def _main(argv: list[str] | None = None) -> int:
             pass
         return EXIT_BROKEN_PIPE
     except UserError as e:
+        if "(see `" in str(e):   # a usage error (_Parser.error): a file named like an option was read as one
+            dashed = [a for a in (sys.argv[1:] if argv is None else argv)
+                      if isinstance(a, str) and a.startswith("-") and a != "-" and os.path.exists(a)]
+            if dashed:
+                return _fail(f"{e}; {dashed[0]!r} is a file whose name starts with '-', read as an option: "
+                             f"write ./{dashed[0]} (or put -- before it)")
         return _fail(str(e))
-    except (ValueError, TypeError, KeyError, OSError, ImportError, OverflowError, MemoryError) as e:
+    except (ValueError, TypeError, KeyError, OSError, ImportError, OverflowError, MemoryError, csv.Error) as e:
         # ImportError: a measured command where the C core was not built (core/_loader.py says why);
         # MemoryError: an allocation the C core or NumPy could not get (the KV cache of a deep point, say)
         if os.environ.get("GLMBENCH_TRACEBACK") == "1":
@@ -1399,17 +1552,20 @@ def _main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt as e:
         a = locals().get("args")
         out = str(getattr(a, "out", None) or "")
+        how, rc = ("terminated (SIGTERM)", EXIT_TERMINATED) if _TERM["got"] else ("interrupted", EXIT_INTERRUPTED)
         if getattr(e, "measured", None) == 0:   # measure.protocol.Interrupted: in the build, or before a point
-            print("glmbench: interrupted (nothing was measured yet" + (f"; nothing written to {out})" if out else ")"),
+            print(f"glmbench: {how} (nothing was measured yet" + (f"; nothing written to {out})" if out else ")"),
                   file=sys.stderr)
-            return EXIT_INTERRUPTED
+            return rc
         # only a sweep or measure into a .json file, and a search into its folder, keep finished points to resume
-        # from; a trace, report or calibrate interrupted has saved nothing (it said it had)
-        resumes = getattr(a, "command", None) in ("sweep", "measure") and out.endswith(".json") or \
-            (getattr(a, "command", None) == "search" and out)
-        print("glmbench: interrupted" + (f" (finished points are saved in {out}; rerun to resume)" if resumes
-                                         else " (nothing was saved)"), file=sys.stderr)
-        return EXIT_INTERRUPTED
+        # from; a trace, report or calibrate interrupted has saved nothing (it said it had); nor has a sweep
+        # stopped before its first save (it said the points were saved in a file that was not there)
+        cmd = getattr(a, "command", None)
+        resumes = (cmd in ("sweep", "measure") and out.endswith(".json") and os.path.exists(out)) or \
+            (cmd == "search" and bool(out) and os.path.exists(os.path.join(out, "setups.json")))
+        print(f"glmbench: {how}" + (f" (finished points are saved in {out}; rerun to resume)" if resumes
+                                    else " (nothing was saved)"), file=sys.stderr)
+        return rc
 
 
 def _built() -> str:

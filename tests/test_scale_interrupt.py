@@ -157,15 +157,20 @@ def test_pasted_text_is_unquoted_once_per_detection(monkeypatch):
     assert len(calls) == 1
 
 
-@pytest.mark.parametrize("argv, says", [
-    (["sweep", "--depths", "1K", "--out", "{d}/s.json"], "finished points are saved in {d}/s.json; rerun to resume"),
-    (["sweep", "--depths", "1K"], "nothing was saved"),
-    (["trace", "mooncake-synthetic", "--out", "{d}/t"], "nothing was saved"),
+@pytest.mark.parametrize("argv, says, saved", [
+    (["sweep", "--depths", "1K", "--out", "{d}/s.json"], "finished points are saved in {d}/s.json; rerun to resume",
+     True),
+    # stopped before its first save: no file there to resume from (it said the points were saved in it)
+    (["sweep", "--depths", "1K", "--out", "{d}/s.json"], "nothing was saved", False),
+    (["sweep", "--depths", "1K"], "nothing was saved", False),
+    (["trace", "mooncake-synthetic", "--out", "{d}/t"], "nothing was saved", False),
 ])
-def test_interrupt_says_what_was_kept(tmp_path, monkeypatch, capsys, argv, says):
+def test_interrupt_says_what_was_kept(tmp_path, monkeypatch, capsys, argv, says, saved):
     from glmbench import cli
 
     def interrupted(*a, **k):
+        if saved:
+            records.write_records(str(tmp_path / "s.json"), [{"evidence": "predicted", "test": "tg", "avg_ts": 1.0}])
         raise KeyboardInterrupt
     monkeypatch.setattr(cli.report, "sweep", interrupted)
     monkeypatch.setattr(cli, "_load_trace", interrupted)

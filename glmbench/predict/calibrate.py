@@ -98,7 +98,7 @@ class Point:
 def _record_lines(path: str, text: str, n: int) -> list[int]:
     """The line each record starts on: CSV rows (the header is line 1), or the objects of a JSON
     list, found by decoding them one after another."""
-    if path.endswith(".csv"):
+    if path.endswith(".csv") or not text.lstrip("\ufeff \t\r\n").startswith("["):   # (a pipe's CSV: no suffix)
         return list(range(2, n + 2))
     dec = json.JSONDecoder()
     lines, i = [], text.index("[") + 1
@@ -117,7 +117,9 @@ def read_measured(path, model=None, notices: list | None = None) -> list[tuple[s
     imported first, `model` naming the model where the file cannot tell. Raises CalibrationError
     naming the file (and line) for a missing, empty or unreadable file."""
     p = os.fspath(path)
-    if not os.path.isfile(p):
+    if os.path.isdir(p):
+        raise CalibrationError(f"{p}: is a folder, not a file of measured records")
+    if not os.path.exists(p):     # (a named pipe or /dev/stdin is read as a file is: once)
         raise CalibrationError(f"{p}: no such file")
     with open(p, "rb") as f:
         raw = f.read()
@@ -138,10 +140,8 @@ def read_measured(path, model=None, notices: list | None = None) -> list[tuple[s
         except (importers.FormatError, ValueError) as e:
             raise CalibrationError(str(e)) from None
         return [(r.get("source") or p, r) for r in recs]
-    if not p.endswith((".json", ".csv")):
-        raise CalibrationError(f"{p}:1: glmbench records must be a .json or .csv file")
     try:
-        recs = rec.read_records(p)
+        recs = rec.parse_records(text, p)   # the text read above: the file is not opened twice
     except (ValueError, TypeError) as e:
         msg = str(e)
         raise CalibrationError(msg if msg.startswith(p) else f"{p}: {msg}") from None

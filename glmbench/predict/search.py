@@ -547,8 +547,8 @@ class Store:
         self.by_key: dict = {}
         self._dirty = False
         self._t = time.monotonic()
-        if path and os.path.exists(path) and os.path.getsize(path):
-            for r in rec.read_records(path):
+        if path:
+            for r in rec.read_existing(path):
                 if r.get("status") == "evaluated" and r.get("fingerprint"):
                     self.by_key[r["fingerprint"]] = r
 

@@ -151,8 +151,7 @@ def predict(models, setups, depths: Sequence[int], tests: Sequence[str] = ("tg",
         path = str(out)
         if not path.endswith(".json"):
             raise ValueError(f"`out` must end in .json (a resumable records file), got {path!r}")
-        if os.path.exists(path):
-            done = {_key(r): r for r in rec.read_records(path)}
+        done = {_key(r): r for r in rec.read_existing(path)}
     it = grid
     if progress:
         it = tqdm(grid, desc="predict", unit="setup")

@@ -150,6 +150,9 @@ def read(path, name: str | None = None) -> Trace:
     name = name or os.path.splitext(os.path.basename(path))[0]
     if os.path.isdir(path):
         raise ValueError(f"{path}: is a folder, expected a .jsonl or .csv trace file")
+    if path.endswith(".gz") and path[:-3].endswith((".jsonl", ".json", ".csv")):
+        raise ValueError(f"{path}: gzip-compressed; decompress it first (gunzip -k {os.path.basename(path)}) and "
+                         "give the .jsonl or .csv")
     if not path.endswith((".jsonl", ".json", ".csv")):
         raise ValueError(f"{path}: trace files end in .jsonl (Mooncake or plain) or .csv (Azure, BurstGPT or plain)")
     # utf-8-sig: a byte-order mark (spreadsheet exports write one) is not part of the first field
@@ -158,7 +161,9 @@ def read(path, name: str | None = None) -> Trace:
             if path.endswith((".jsonl", ".json")):
                 return _read_jsonl(path, f, name)
             return _read_csv(path, f, name)
-    except UnicodeDecodeError:
+    except UnicodeDecodeError as e:
+        if not os.path.isfile(path):   # a pipe (or /dev/stdin) is read once: its bytes are gone
+            raise ValueError(f"{path}: not a text file (not UTF-8: {e.reason}); expected a .jsonl or .csv trace") from None
         lineno, pos = _first_bad_utf8(path)
         raise ValueError(f"{path}:{lineno}: not a text file (not UTF-8 at byte {pos}); expected a .jsonl or .csv "
                          "trace") from None

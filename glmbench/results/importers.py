@@ -192,12 +192,14 @@ def decoded(raw: bytes, path) -> str:
     """A results file's text: UTF-8 (a byte-order mark dropped), or UTF-16 (what Windows PowerShell 5's
     `llama-bench ... > out.md` and Out-File write: with its byte-order mark; without one, told by the zero byte
     beside each ASCII character); else a FormatError naming the line."""
+    if raw.startswith(b"\x1f\x8b"):      # (read as text: "not a text file (not UTF-8)", which it is not either)
+        raise FormatError(f"{path}: gzip-compressed; decompress it first (gunzip -k {os.path.basename(str(path))})")
     even, odd = raw[0::2], raw[1::2]
     enc = ("utf-16" if raw.startswith((b"\xff\xfe", b"\xfe\xff")) else
            next((e for e, z, nz in (("utf-16-le", odd, even), ("utf-16-be", even, odd))
                  if len(raw) >= 8 and z.count(0) >= 0.9 * len(z) and nz.count(0) <= 0.1 * len(nz)), "utf-8-sig"))
     try:
-        return raw.decode(enc)
+        return _lines_ended(raw.decode(enc))
     except UnicodeDecodeError as e:
         if enc != "utf-8-sig":
             raise FormatError(f"{path}: not valid UTF-16 text (byte {e.start}: {e.reason})") from None
@@ -205,10 +207,21 @@ def decoded(raw: bytes, path) -> str:
         raise FormatError(f"{path}:{line}: not a text file (not UTF-8)") from None
 
 
+def _lines_ended(text: str) -> str:
+    """Text whose lines end in a carriage return alone (a CSV saved as "CSV (Macintosh)" by Excel for Mac,
+    classic Mac OS line ends) with its lines ended as every reader here splits them. (The CSV readers
+    stopped at the first one: "new-line character seen in unquoted field", a traceback.) Text with any
+    newline keeps its carriage returns (a terminal's progress lines, CRLF)."""
+    return text.replace("\r", "\n") if "\r" in text and "\n" not in text else text
+
+
 def read_text(text: str, path: str = "<text>", *, model: str | None = None,
               default_model: str | None = None, notices: list | None = None) -> list[dict]:
     """read() on text already in memory; `path` names it in errors and in `source`."""
-    return _token_counts_checked(_read_text(text, path, model, default_model, notices), path)
+    try:
+        return _token_counts_checked(_read_text(_lines_ended(text), path, model, default_model, notices), path)
+    except csv.Error as e:   # not a ValueError (a traceback): named like every other bad file
+        raise FormatError(f"{path}: not valid CSV ({e})") from None
 
 
 # a record's token counts past any model's (records.too_many_tokens), whatever the format

@@ -50,6 +50,13 @@ except ImportError:  # Windows: no advisory locks; a single writer per file is t
 
 from glmbench.vocab import EVIDENCE, MAX_TOKENS  # noqa: E402  (one definition, at the bottom of the package)
 
+# csv's default cell limit is 128 KiB, which a records file glmbench writes passes: a measured record's
+# `routing_counts` (a JSON object of every MoE layer's tokens per expert: 60 layers x 384 experts for a
+# Kimi-K2 .gguf) or `samples_ns`. Such a file was written, then refused by every reader ("field larger than
+# field limit"; `compare` a traceback). The whole file is in memory before it is parsed, so the limit
+# guards nothing here: raised once, for every csv reader of the process.
+csv.field_size_limit(max(csv.field_size_limit(), 2 ** 31 - 1))
+
 # Columns that lead every CSV, in this order; the remaining keys follow alphabetically.
 LEAD_COLUMNS = (
     "evidence", "test", "model", "model_type", "device", "n_cards", "split", "link_gbps",
@@ -169,9 +176,18 @@ def clean_stale_temps(path: str | os.PathLike) -> list[str]:
     return removed
 
 
+def _through_links(path: str) -> str:
+    """The file a write of `path` is to change: `path`, or where its symbolic links lead (a link
+    `latest.json -> runs/3.json`). os.replace over the link itself replaced the link with a plain
+    file: runs/3.json kept its old records, and the next write through another name of it (its own,
+    another link) went on from those, losing what was written through the link."""
+    return os.path.realpath(path) if os.path.islink(path) else path
+
+
 def lock_path(path: str | os.PathLike) -> str:
-    """The sidecar lock file of `path`: `.<name>.lock` in the same folder."""
-    path = os.path.abspath(os.fspath(path))
+    """The sidecar lock file of `path`: `.<name>.lock` in the same folder (the folder of the file
+    itself where `path` is a symbolic link: writers through any of its names take the one lock)."""
+    path = os.path.abspath(_through_links(os.fspath(path)))
     return os.path.join(os.path.dirname(path), f".{os.path.basename(path)}.lock")
 
 
@@ -197,19 +213,25 @@ def atomic_write(path: str | os.PathLike, write: Callable, *, binary: bool = Fal
     """Write a file atomically: `write(f)` fills a temp file in the same folder, which is fsynced
     and renamed over `path`, so a reader never sees half a file. The file gets the mode an
     ordinary new file gets (0o666 less the umask). Temp files of `path` that killed writers left
-    are removed first (clean_stale_temps). Returns the path."""
+    are removed first (clean_stale_temps). Where `path` is a symbolic link, the file it leads to is
+    written (the link stays). Returns the path."""
     path = os.fspath(path)
-    clean_stale_temps(path)
-    fd, tmp = _create_beside(path)
+    target = _through_links(path)
+    clean_stale_temps(target)
+    fd, tmp = _create_beside(target)
     try:
         with (os.fdopen(fd, "wb") if binary else os.fdopen(fd, "w", newline="")) as f:
             write(f)
             f.flush()
             os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
+        os.replace(tmp, target)
+    except BaseException as e:
         if os.path.exists(tmp):
             os.unlink(tmp)
+        if isinstance(e, OSError) and e.filename is None and e.strerror:
+            # a write or fsync that failed (a full disk, a quota, EIO) names no file: "No space left on
+            # device" alone did not say which output could not be written
+            raise OSError(e.errno, e.strerror, path) from None
         raise
     return path
 
@@ -275,7 +297,7 @@ def merge_records(path: str | os.PathLike, records: Iterable[dict], key: Callabl
         # every record of the file that no new one replaces stays, even where two of them share a `key`:
         # the key is this writer's idea of a point, and another writer's records (measurements at two
         # thread counts, predictions at two links) may not differ in the fields it reads
-        held = _distinct(read_records(p) if os.path.exists(p) and os.path.getsize(p) else [])
+        held = _distinct(read_existing(p))
         out = [r for r in held if key(r) not in new] + list(new.values())
         write_records(p, out)
         return len(out)
@@ -295,7 +317,7 @@ def _distinct(recs: list[dict]) -> list[dict]:
 def count_records(path: str | os.PathLike) -> int:
     """How many records the file holds now (read under its lock, so not mid-update)."""
     with locked(path):
-        return len(read_records(path)) if os.path.exists(path) and os.path.getsize(path) else 0
+        return len(read_existing(path))
 
 
 def _parse_cell(s: str):
@@ -325,7 +347,20 @@ def read_records(path: str | os.PathLike) -> list[dict]:
             text = f.read()
     except UnicodeDecodeError as e:
         raise ValueError(f"{p}: not UTF-8 text (byte {e.start}: {e.reason})") from None
-    if p.endswith(".json"):
+    if not p.endswith((".json", ".csv")):
+        raise ValueError(f"`path` must end in .csv or .json, got {p!r}")
+    return parse_records(text, p)
+
+
+def parse_records(text: str, p: str) -> list[dict]:
+    """read_records on text already read from the file `p` (its suffix, .json or .csv, tells which; a
+    name with neither, /dev/stdin or a pipe, is told by the text: JSON starts with '['), so a reader that
+    has the text does not open the file again (a pipe is read once; a file rewritten meanwhile would
+    give two different texts)."""
+    text = text.lstrip("\ufeff")
+    if "\r" in text and "\n" not in text:   # lines ended in CR alone (Excel for Mac's "CSV (Macintosh)")
+        text = text.replace("\r", "\n")
+    if p.endswith(".json") or not p.endswith(".csv") and text.lstrip().startswith("["):
         try:
             data = json.loads(text)
         except json.JSONDecodeError as e:
@@ -333,7 +368,7 @@ def read_records(path: str | os.PathLike) -> list[dict]:
         if not isinstance(data, list):
             raise ValueError(f"{p}: expected a JSON list of records, got {type(data).__name__}")
         recs = data
-    elif p.endswith(".csv"):
+    else:
         recs = []
         rows = csv.DictReader(io.StringIO(text))
         try:
@@ -344,14 +379,26 @@ def read_records(path: str | os.PathLike) -> list[dict]:
                 recs.append({k: _parse_cell(v) for k, v in row.items()})
         except csv.Error as e:  # not a ValueError: name the file and line like the others
             raise ValueError(f"{p}: line {rows.line_num}: not valid CSV ({e})") from None
-    else:
-        raise ValueError(f"`path` must end in .csv or .json, got {p!r}")
     for i, r in enumerate(recs):
         try:
             validate(r)
         except (TypeError, ValueError) as e:
             raise ValueError(f"{p}: record {i + 1}: {e}") from None
     return recs
+
+
+def read_existing(path: str | os.PathLike) -> list[dict]:
+    """The records a file to be resumed or added to holds: none where it does not exist or holds no
+    text (0 bytes, or blank lines: `touch out.json`, a shell's `> out.json`); else read_records. (The
+    --out checks take a blank file as a new one; the sweep then failed reading it: "not valid JSON".)"""
+    p = os.fspath(path)
+    if not os.path.exists(p) or not os.path.getsize(p):
+        return []
+    with open(p, "rb") as f:
+        head = f.read(4096)
+    if not head.lstrip(b"\xef\xbb\xbf").strip() and len(head) < 4096:
+        return []
+    return read_records(p)
 
 
 class ResultStore:
@@ -384,7 +431,7 @@ class ResultStore:
         when it was written later, i.e. it is what the file holds). Records of the file that share
         a key are all kept (another writer's points need not differ in the fields this key reads)."""
         p = self.path
-        self._held = _distinct(read_records(p) if os.path.exists(p) and os.path.getsize(p) else [])
+        self._held = _distinct(read_existing(p))
         self._by_key = {}
         for r in self._held:
             self._by_key.pop(self.key(r), None)  # a later record of a key wins, in file order
