@@ -7,7 +7,7 @@
   glmbench hardware  built-in hardware profiles
   glmbench compare   result files side by side, with ratios to the first (like compare-llama-bench)
   glmbench plot      charts from a result file
-  glmbench calibrate fit a runtime profile to measured records (the residuals, MAPE, leave-one-out error)
+  glmbench calibrate fit a runtime profile to measured records (the residuals, MAPE, cross-validated error)
   glmbench truth-table every shipped and CPU-measured point beside its ideal/typical/calibrated prediction
   glmbench search    the cheapest setup (cards, model, formats, split) meeting a trace's TTFT/TPOT targets
 
@@ -135,9 +135,20 @@ def _positive_tokens(text: str) -> int:
     return n
 
 
+def parse_cv(text: str):
+    """calibrate --cv: "auto", "loo" or a number of folds K >= 2."""
+    t = str(text).strip().lower()
+    if t in ("auto", "loo"):
+        return t
+    if not t.isdigit() or int(t) < 2:
+        raise ValueError(f"expected auto, loo or a number of folds >= 2, got {text!r}")
+    return int(t)
+
+
 DEPTHS = _argtype(parse_token_list, "token counts")
 INTS = _argtype(parse_int_list, "counts")
 POSITIVE = _argtype(positive_float, "value")
+_cv_arg = _argtype(parse_cv, "value")
 
 
 # ---- output paths: checked before any work ---------------------------------------------------------
@@ -848,7 +859,7 @@ def cmd_calibrate(args) -> int:
             continue        # --hardware says the card the file does not
         print(n if n.startswith(("note", "notice", "warning")) else f"note: {n}", file=sys.stderr)
     name = args.name or os.path.splitext(os.path.basename(args.out))[0]
-    fit = cal.calibrate(pts, name=name, base=args.base, progress=not args.quiet)
+    fit = cal.calibrate(pts, name=name, base=args.base, progress=not args.quiet, cv=args.cv)
     print(fit.table())
     cal.write_profile(args.out, fit)
     print(f"wrote the calibrated profile to {args.out} (use it as --runtime calibrated:{args.out})", file=sys.stderr)
@@ -1030,7 +1041,7 @@ def cmd_runtimes(args) -> int:
             raise UserError(f"unknown runtime {n!r}; runtime models: {', '.join(models)}; physics profiles: "
                             f"{', '.join(_runtime.PHYSICS)}; calibrated: {', '.join(_cm.list_calibrated())}")
     names = args.names or (models + list(_runtime.PHYSICS) + _cm.list_calibrated())
-    rows = []
+    rows, cvs = [], []      # cvs: what each loo_mape is (a calibrated profile's cross-validation)
     for n in names:
         p = _cm.load_runtime(n)
         c = p.calibration or {}
@@ -1040,17 +1051,18 @@ def cmd_runtimes(args) -> int:
                      "points": c.get("n_points", len(c.get("points", []) or [])) if c else 0,
                      "loso_decode": c.get("loso_mape_decode"), "loso_prefill": c.get("loso_mape_prefill"),
                      "loo_mape": c.get("loo_mape"), "description": p.description})
+        cvs.append(f"{c['cv_folds']}-fold cross-validated" if c.get("cv_folds") else "leave-one-out")
     if args.json:
         print(json.dumps(rows, indent=1, default=str))
         return 0
     if args.csv:
         sys.stdout.write(_plain_csv([{k: v for k, v in r.items() if k not in ("options", "description")} for r in rows]))
         return 0
-    for n, r in zip(names, rows):
+    for n, r, cv in zip(names, rows, cvs):
         if r["kind"] == "runtime model":
             print(_runtime.describe(n))
         else:
-            err = f"; leave-one-out MAPE {100 * r['loo_mape']:.1f}%" if isinstance(r["loo_mape"], (int, float)) else ""
+            err = f"; {cv} MAPE {100 * r['loo_mape']:.1f}%" if isinstance(r["loo_mape"], (int, float)) else ""
             print(f"{r['name']} ({r['kind']}{err}): {r['description']}")
         print()
     return 0
@@ -1338,7 +1350,8 @@ def build_parser() -> argparse.ArgumentParser:
     fmt_opts(sp)
 
     sp = add("calibrate", "fit a runtime profile to measured records; print every point's residual, "
-                          "the MAPE and the leave-one-out error", cmd_calibrate)
+                          "the MAPE and the cross-validated error (leave-one-out, or k-fold above "
+                          f"{vocab.CALIBRATE_LOO_MAX_POINTS} points)", cmd_calibrate)
     sp.add_argument("files", nargs="+", metavar="FILE", help="measured records (.json or .csv, evidence=measured)")
     sp.add_argument("--model", metavar="NAME|config.json", help="the model that ran (default: each record's `model`)")
     sp.add_argument("--hardware", metavar="GPU|profile.json|host",
@@ -1357,6 +1370,11 @@ def build_parser() -> argparse.ArgumentParser:
                     help="overwrite --out even if it is not a runtime profile (never one of the input files)")
     sp.add_argument("--exclude-unstable", action="store_true",
                     help="leave out records marked unstable (stable: false); by default they are fitted with a warning")
+    sp.add_argument("--cv", default="auto", type=_cv_arg, metavar="auto|loo|K",
+                    help=f"how the out-of-sample error is cross-validated: loo (leave-one-out: one refit per point), "
+                         f"K (K-fold: K refits, point i left out with fold i %% K; K >= the points is leave-one-out), "
+                         f"auto (default: leave-one-out up to {vocab.CALIBRATE_LOO_MAX_POINTS} points, {vocab.CALIBRATE_CV_FOLDS}-fold "
+                         "above); the table and the profile say which it was")
     sp.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
 
     sp = add("truth-table", "every shipped and CPU-measured point beside its ideal, typical and calibrated "

@@ -64,6 +64,11 @@ DEFAULTS = {
     "split": "layer",
 }
 
+# glmbench calibrate's cross-validation (predict/calibrate.py resolve_cv; here so the CLI's help needs no
+# scipy): leave-one-out up to CALIBRATE_LOO_MAX_POINTS points, CALIBRATE_CV_FOLDS-fold above
+CALIBRATE_LOO_MAX_POINTS = 100
+CALIBRATE_CV_FOLDS = 10
+
 
 @dataclass(frozen=True)
 class Format:

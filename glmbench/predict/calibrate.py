@@ -5,7 +5,7 @@
                                 cards=2, link=1.4, weights="iq4_xs")
     fit = calibrate.calibrate(pts, name="my-runtime")
     fit.profile            # a RuntimeProfile (evidence "calibrated" in sweeps)
-    fit.table()            # every point: measured, predicted, residual; MAPE; leave-one-out error
+    fit.table()            # every point: measured, predicted, residual; MAPE; cross-validated error
 
 The profile starts from `typical` with its counted kernel launches (unsourced) replaced by a fixed
 cost per pass and per layer (`step_overhead_us`, `layer_overhead_us`, set to what the counted
@@ -24,7 +24,8 @@ span of those already chosen (its remainder below SELECT_TOL of the largest colu
 and there are never more fitted parameters than points. Two depths of one test identify about two
 numbers. The others keep their typical value, and the profile says which is which. The fit
 minimizes the squared log residuals (scipy least_squares, bounded); the leave-one-out error refits
-without each point (choosing again) and predicts it.
+without each point (choosing again) and predicts it; above LOO_MAX_POINTS points (or with cv=K) the
+error is K-fold cross-validated instead (kfold_predictions), and the table and profile say which.
 """
 from __future__ import annotations
 
@@ -381,7 +382,7 @@ def predict_point(pt: Point, profile: cm.RuntimeProfile) -> float:
         return B / cm.closed_loop_tpot(s, pt.n_depth, pt.n_gen, B)
     if pt.n_gen == 1:
         return cm.decode(s, pt.n_depth, B).tok_s
-    return B / cm._mean_decode(s, pt.n_depth, pt.n_gen, B)[0]
+    return B / cm._mean_decode_seconds(s, pt.n_depth, pt.n_gen, B)
 
 
 # ---- parameters --------------------------------------------------------------------------------
@@ -579,12 +580,15 @@ def fit_profile(points: Sequence[Point], base="typical", max_params: int | None 
         if cost < 1e-12:
             break
         best = None
+        J_prof = None     # every candidate's sensitivity at prof, once a round (a column depends on its parameter only)
         for c in chosen:
             for u in names:
                 if u in chosen:
                     continue
                 trial_names = [n for n in chosen if n != c] + [u]
-                Jt = sensitivities(points, prof, trial_names)
+                if J_prof is None:
+                    J_prof = sensitivities(points, prof, names)
+                Jt = J_prof[:, [names.index(n) for n in trial_names]]
                 if np.linalg.matrix_rank(Jt, tol=SELECT_TOL * top) < len(trial_names):
                     continue
                 trial = _fit(points, start, trial_names, x_from=prof, starts=(1.0, 0.3))
@@ -609,6 +613,12 @@ class Calibration:
     loo_predicted: list
     base_predicted: list | None = None   # the base profile's own predictions, before any fit
     base_name: str = ""
+    cv_folds: int | None = None          # loo_predicted from k-fold cross-validation (K), None: leave-one-out
+
+    @property
+    def cv_label(self) -> str:
+        """What loo_predicted are: "leave-one-out", or "K-fold cross-validated"."""
+        return "leave-one-out" if self.cv_folds is None else f"{self.cv_folds}-fold cross-validated"
 
     @property
     def base_errors(self) -> list:
@@ -637,7 +647,8 @@ class Calibration:
         return float(np.mean(e)) if e else None
 
     def table(self) -> str:
-        """Every point's residual, the MAPE and the leave-one-out error, as text; beside them the base
+        """Every point's residual, the MAPE and the cross-validated (leave-one-out or k-fold: cv_label) error,
+        as text; beside them the base
         profile's own error before the fit (`base`: for a runtime model such as llama.cpp, how it
         predicts these points out of the box)."""
         base = self.base_errors or [None] * len(self.points)
@@ -652,7 +663,7 @@ class Calibration:
         loo = "–" if self.loo_mape is None else f"{100 * self.loo_mape:.1f}%"
         bm = "" if self.base_mape is None else (f"; base profile `{self.base_name}` before the fit (its options as "
                                                 f"each record states them): {100 * self.base_mape:.1f}%")
-        lines.append(f"MAPE {100 * self.mape:.1f}% over {len(self.points)} points; leave-one-out error {loo}{bm}")
+        lines.append(f"MAPE {100 * self.mape:.1f}% over {len(self.points)} points; {self.cv_label} error {loo}{bm}")
         lines.append("fitted: " + (", ".join(f"{n} = {_get(self.profile, n):.4g}{_at_bound(n, _get(self.profile, n))}"
                                              for n in self.fitted) or "nothing"))
         lines.append("kept (typical value): " + ", ".join(self.kept))
@@ -662,7 +673,7 @@ class Calibration:
                 band = rtm.unvalidated_band(what)
                 lines.append(f"no {t} point: this profile's {what} predictions were never measured against; their "
                              "records carry the widest band of the runtime models on " + what
-                             + ("" if band is None else f" (±{100 * band:.0f}%)") + ", not the leave-one-out error")
+                             + ("" if band is None else f" (±{100 * band:.0f}%)") + f", not the {self.cv_label} error")
         if len(self.points) == 1:
             lines.append("one point: no leave-one-out error, so its predictions of that test carry no band")
         return "\n".join(lines)
@@ -714,16 +725,71 @@ def loo_predictions(points: Sequence[Point], base="typical", bar=None) -> list:
     return out
 
 
+# The cross-validation calibrate runs: leave-one-out (n + 1 fits, each over n - 1 points: hours at a few thousand
+# points) up to LOO_MAX_POINTS points; above it CV_FOLDS-fold cross-validation (CV_FOLDS + 1 fits), what a
+# fit to that many points is usually checked with. `glmbench calibrate --cv loo|K` chooses either way.
+LOO_MAX_POINTS = vocab.CALIBRATE_LOO_MAX_POINTS
+CV_FOLDS = vocab.CALIBRATE_CV_FOLDS
+
+
+def cv_folds(n: int, k: int) -> list[int]:
+    """The fold of each of n points in k-fold cross-validation: point i in fold i % k (deterministic; the
+    folds interleave, so each spans the files, tests and depths in their order). With k >= n every point
+    is a fold of its own: leave-one-out."""
+    if isinstance(k, bool) or not isinstance(k, int) or k < 2:
+        raise CalibrationError(f"cross-validation needs 2 or more folds, got {k!r}")
+    return [i % k for i in range(n)]
+
+
+def resolve_cv(cv, n: int) -> int | None:
+    """The folds of a calibration of n points: None for leave-one-out, else K (2 <= K < n). `cv`: None or
+    "auto" (leave-one-out up to LOO_MAX_POINTS points, CV_FOLDS folds above), "loo", or K (an int or its
+    digits; K >= n is leave-one-out)."""
+    if cv is None or cv == "auto":
+        return None if n <= LOO_MAX_POINTS else CV_FOLDS
+    if cv == "loo":
+        return None
+    k = cv
+    if isinstance(k, str):
+        k = int(k.strip()) if k.strip().isdigit() else k
+    if isinstance(k, bool) or not isinstance(k, int) or k < 2:
+        raise CalibrationError(f"--cv must be 'auto', 'loo' or a number of folds >= 2, got {cv!r}")
+    return None if k >= n else k
+
+
+def kfold_predictions(points: Sequence[Point], k: int, base="typical", bar=None) -> list:
+    """Each point predicted by a profile fitted (fit_profile, choosing again) to the points of the other
+    folds (cv_folds: point i in fold i % k); all None for fewer than two points. k >= n is leave-one-out
+    (loo_predictions). `bar` ticks once per fit."""
+    points = list(points)
+    if len(points) < 2:
+        return [None] * len(points)
+    if k >= len(points):
+        return loo_predictions(points, base, bar)
+    fold = cv_folds(len(points), k)
+    out: list = [None] * len(points)
+    for f in range(k):
+        prof = fit_profile([p for p, g in zip(points, fold) if g != f], base)[0]
+        for i, g in enumerate(fold):
+            if g == f:
+                out[i] = predict_point(points[i], prof)
+        if bar is not None:
+            bar.update(1)
+    return out
+
+
 def calibrate(points: Sequence[Point], *, name: str = "calibrated", base="typical", description: str = "",
-              loo: bool = True, progress: bool = False) -> Calibration:
+              loo: bool = True, progress: bool = False, cv=None) -> Calibration:
     """Fit a profile to the points (fit_profile), with each point's residual, the MAPE and the
-    leave-one-out predictions; the profile's `calibration` field records all of it and where the
-    measurements came from. The leave-one-out error refits once per point (n + 1 fits, each over
-    the points): `progress` shows a bar with its ETA."""
+    cross-validated predictions (`loo`: whether to compute them); the profile's `calibration` field
+    records all of it and where the measurements came from. `cv` (resolve_cv): leave-one-out up to
+    LOO_MAX_POINTS points (n + 1 fits, each over the points), CV_FOLDS-fold cross-validation above
+    (CV_FOLDS + 1 fits); "loo" or a number of folds K chooses. `progress` shows a bar with its ETA."""
     points = list(points)
     if len(points) < 1:
         raise CalibrationError("no measured points to calibrate against")
-    n_fits = 1 + (len(points) if loo and len(points) >= 2 else 0)
+    k = resolve_cv(cv, len(points))
+    n_fits = 1 + ((len(points) if k is None else k) if loo and len(points) >= 2 else 0)
     bar = None
     if progress:
         from glmbench._progress import tqdm
@@ -733,12 +799,18 @@ def calibrate(points: Sequence[Point], *, name: str = "calibrated", base="typica
         if bar is not None:
             bar.update(1)
         predicted = [predict_point(p, prof) for p in points]
-        loo_pred = loo_predictions(points, base, bar) if loo else [None] * len(points)
+        if not loo:
+            loo_pred = [None] * len(points)
+        elif k is None:
+            loo_pred = loo_predictions(points, base, bar)
+        else:
+            loo_pred = kfold_predictions(points, k, base, bar)
     finally:
         if bar is not None:
             bar.close()
     b = cm.load_runtime(base)
-    cal = Calibration(prof, points, fitted, kept, predicted, loo_pred, [predict_point(p, b) for p in points], b.name)
+    cal = Calibration(prof, points, fitted, kept, predicted, loo_pred, [predict_point(p, b) for p in points], b.name,
+                      cv_folds=k if loo and len(points) >= 2 else None)
     sources = dict(b.sources)
     files = sorted({p.where.rsplit(":", 1)[0] for p in points})
     for n in fitted:
@@ -769,6 +841,14 @@ def calibrate(points: Sequence[Point], *, name: str = "calibrated", base="typica
                     "loo_predicted_ts": l, "loo_error": None if l is None else l / pt.measured - 1}
                    for pt, q, l in zip(points, predicted, loo_pred)],
     }
+    if cal.cv_folds is not None:
+        # k-fold: said beside the numbers (the keys stay those every reader of a profile's error reads)
+        calib["cv"] = (f"{cal.cv_folds}-fold cross-validation (point i in fold i % {cal.cv_folds}, each fold predicted "
+                       "by a fit to the others), not leave-one-out: loo_mape and each point's loo_predicted_ts / "
+                       "loo_error are its out-of-fold predictions")
+        calib["cv_folds"] = cal.cv_folds
+        for d, f in zip(calib["points"], cv_folds(len(points), cal.cv_folds)):
+            d["cv_fold"] = f
     desc = description or (f"Fitted by glmbench calibrate to {len(points)} measured points "
                            f"({', '.join(os.path.basename(f) for f in files)}), starting from `{b.name}`: "
                            f"fitted {', '.join(fitted) or 'nothing'}; every other parameter keeps its value.")

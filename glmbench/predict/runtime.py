@@ -236,7 +236,8 @@ class RuntimeProfile:
 
     @property
     def cv_error(self):
-        """The leave-one-out mean absolute percentage error of a calibrated profile (a fraction),
+        """The cross-validated (leave-one-out, or k-fold where `calibration` says cv_folds) mean absolute
+        percentage error of a calibrated profile (a fraction),
         or None for a profile that was not fitted."""
         v = self.calibration.get("loo_mape") if self.calibration else None
         return float(v) if isinstance(v, (int, float)) else None

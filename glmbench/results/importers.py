@@ -98,6 +98,7 @@ from __future__ import annotations
 
 import ast
 import csv
+import functools
 import html
 import io
 import json
@@ -218,6 +219,7 @@ def _lines_ended(text: str) -> str:
 def read_text(text: str, path: str = "<text>", *, model: str | None = None,
               default_model: str | None = None, notices: list | None = None) -> list[dict]:
     """read() on text already in memory; `path` names it in errors and in `source`."""
+    _RIG_MEMO.clear()      # (the hardware catalog a read's names resolve against is the one of this read)
     try:
         return _token_counts_checked(_read_text(_lines_ended(text), path, model, default_model, notices), path)
     except csv.Error as e:   # not a ValueError (a traceback): named like every other bad file
@@ -632,6 +634,8 @@ def _without_log_lines(text: str) -> str:
     """`text` with llama.cpp's / ggml's log lines (is_log_line: llama-bench's --progress lines, a model's load
     log) left blank, line for line; `text` itself where it has none."""
     lines = text.split("\n")
+    if not any(map(LOG_LINE.match, lines)):
+        return text     # (is_log_line needs LOG_LINE's match: the lines matched without a call each)
     if not any(is_log_line(ln) for ln in lines):
         return text
     return "\n".join("" if is_log_line(ln) else ln for ln in lines)
@@ -707,21 +711,44 @@ def _detect_pasted(text) -> str | None:
             return "batched-bench-md" if "B" in cells else "sweep-bench-md"
         if {"model", "test", "t/s"} <= cells:
             return "llama-bench-md"
-    if any(_SERVE_START.match(ln.strip()) for ln in lines):
+    # each check below goes over the lines only where the words its pattern cannot match without are in them
+    # (_DETECT_WORDS: one pass over the whole text each, not one per line)
+    whole = "\n".join(lines)
+    low = whole.lower()
+    has = {k: w in (low if folded else whole) for k, (w, folded) in _DETECT_WORDS.items()}
+    if has["serve"] and any(_SERVE_START.match(ln.strip()) for ln in lines):
         return "vllm-console"
-    if any(_SGL_OFFLINE_START.match(ln.strip()) for ln in lines):
+    if has["sgl_offline"] and any(_SGL_OFFLINE_START.match(ln.strip()) for ln in lines):
         return "sglang-offline"
-    if any(_VLLM_LATENCY.match(ln) or _VLLM_THROUGHPUT.match(ln) for ln in lines):
+    if (has["vllm_latency"] or has["vllm_throughput"]) and any(
+            _VLLM_LATENCY.match(ln) or _VLLM_THROUGHPUT.match(ln) for ln in lines):
         return "vllm-offline"
-    if any(_SGL_PREFILL.match(ln) for ln in lines):
+    if has["sgl_prefill"] and any(_SGL_PREFILL.match(ln) for ln in lines):
         return "sglang-one-batch"
-    if any(_TIMING_RE.search(ln) for ln in lines):
+    if has["timing"] and any(_TIMING_RE.search(ln) for ln in lines):
         return "llama-timings"
-    if any(_OLLAMA_RE.match(ln) and _OLLAMA_RE.match(ln).group(1).lower() == "eval rate" for ln in lines):
+    if has["ollama"] and any(_OLLAMA_RE.match(ln) and _OLLAMA_RE.match(ln).group(1).lower() == "eval rate"
+                             for ln in lines):
         return "ollama-verbose"
-    if any(_KOBOLD_START.match(ln) for ln in lines):
+    if has["kobold"] and any(_KOBOLD_START.match(ln) for ln in lines):
         return "koboldcpp-benchmark"
     return None
+
+
+# words without which a line cannot match each pattern _detect_pasted tries on every line (a literal part of
+# the pattern; (word, True) for a pattern under re.I: looked for in the lowered text, the word without i, s
+# or k, the only ASCII letters re.I also matches by a non-ASCII one): where the text has none, that check's
+# pass over the lines is skipped
+_DETECT_WORDS = {
+    "serve": (" Serving Benchmark Result ", False),                 # _SERVE_START
+    "sgl_offline": (" Offline Throughput Benchmark Result ", False),  # _SGL_OFFLINE_START
+    "vllm_latency": ("avg latency:", True),                         # _VLLM_LATENCY
+    "vllm_throughput": ("throughput:", True),                       # _VLLM_THROUGHPUT
+    "sgl_prefill": ("Prefill.", False),                             # _SGL_PREFILL
+    "timing": ("eval t", True),                                     # _TIMING_RE ("eval time")
+    "ollama": ("eval rate:", True),                                 # _OLLAMA_RE's `eval rate` line
+    "kobold": ("Benchmark Completed", False),                       # _KOBOLD_START
+}
 
 
 def _detect_json(s, path, first_line) -> str:
@@ -807,6 +834,19 @@ def quant_name(name: str | None) -> str | None:
     case (the record then says so); None when `name` holds no quant name."""
     if not name:
         return None
+    if isinstance(name, str):
+        return _quant_name_str(name)
+    return _quant_name(name)
+
+
+@functools.lru_cache(maxsize=4096)
+def _quant_name_str(name: str) -> str | None:
+    """quant_name of a string, remembered: a large file names the same few types on every row (read three
+    times a row, it was a fifth of a 100k-row table's import)."""
+    return _quant_name(name)
+
+
+def _quant_name(name) -> str | None:
     s = _ftype(str(name).strip())
     low = s.lower().replace("-", "_")
     for k in vocab.WEIGHT_FORMATS:
@@ -1345,6 +1385,29 @@ class _Context:
         """The file's own name as a hint for its model (the last one tried)."""
         return os.path.basename(self.path), f"file name {os.path.basename(self.path)!r}"
 
+    def _identified(self, filename, model_type, n_params, hints):
+        """identify_model's answer (or its AmbiguousModel), remembered for this file: a large file names the
+        same model on every record."""
+        hints = tuple(hints)
+        alike = not self.default_model
+        try:
+            key = (type(filename), filename, type(model_type), model_type, type(n_params), n_params, hints, alike)
+            hash(key)
+        except TypeError:
+            return identify_model(filename, model_type, n_params, hints, alike=alike)
+        memo = self.__dict__.setdefault("_identify_memo", {})
+        got = memo.get(key)
+        if got is None:
+            try:
+                got = ("ok", identify_model(filename, model_type, n_params, hints, alike=alike))
+            except AmbiguousModel as e:
+                got = ("ambiguous", e)
+            if len(memo) < 4096:
+                memo[key] = got
+        if got[0] == "ambiguous":
+            raise AmbiguousModel(*got[1].args)
+        return got[1]
+
     def model_for(self, line, *, filename=None, model_type=None, n_params=None, hints=(), what=""):
         """(model or None, how). --model wins; else the file tells (identify_model); else
         default_model; else no model, with a notice (compare shows the records; calibrate and
@@ -1353,7 +1416,7 @@ class _Context:
             return self.model, "given (--model)"
         try:
             # a default model (the one --model, a sidecar's) decides among alike built-ins
-            name, why = identify_model(filename, model_type, n_params, hints, alike=not self.default_model)
+            name, why = self._identified(filename, model_type, n_params, hints)
         except AmbiguousModel as e:
             if self.default_model:
                 return self.default_model, "given (the one --model)"
@@ -1470,7 +1533,23 @@ def _hardware_key(device: str | None) -> str | None:
     return None
 
 
+_RIG_MEMO: dict = {}    # _rig's answers during one read_text (a large file states the same rig on every record)
+
+
 def _rig(gpu_info, cpu_info, devices, split_mode, main_gpu=None) -> dict:
+    key = (gpu_info, cpu_info, devices, split_mode, main_gpu)
+    if all(x is None or type(x) in (str, int, float, bool) for x in key):
+        key = tuple((type(x), x) for x in key)      # (1 and True and 1.0 are one key otherwise)
+        got = _RIG_MEMO.get(key)
+        if got is None:
+            if len(_RIG_MEMO) >= 1024:
+                _RIG_MEMO.clear()
+            got = _RIG_MEMO[key] = _rig_of(gpu_info, cpu_info, devices, split_mode, main_gpu)
+        return dict(got)
+    return _rig_of(gpu_info, cpu_info, devices, split_mode, main_gpu)
+
+
+def _rig_of(gpu_info, cpu_info, devices, split_mode, main_gpu=None) -> dict:
     gpus = _gpus(gpu_info)
     n_dev = None
     if devices and str(devices).strip().lower() not in ("auto", "none", ""):
@@ -1658,6 +1737,19 @@ def _backend_name(v) -> str | None:
     """llama.cpp's backend names as one spelling ("CUDA", "Vulkan", "Metal", "ROCm", "CPU", ...)."""
     if not v:
         return None
+    if isinstance(v, str):
+        return _backend_name_str(v)
+    return _backend_name_of(v)
+
+
+@functools.lru_cache(maxsize=1024)
+def _backend_name_str(v: str) -> str | None:
+    """_backend_name of a string, remembered (a large file states its backend on every row, read up to three
+    times a row)."""
+    return _backend_name_of(v)
+
+
+def _backend_name_of(v) -> str | None:
     parts = [p.strip() for p in re.split(r"[,+/]", str(v)) if p.strip()]
     known = {b.lower(): b for b in _GPU_BACKENDS + ("CPU", "BLAS", "RPC")}
     out = [known.get(p.lower(), p) for p in parts]
@@ -2121,20 +2213,42 @@ _UNIT_AFTER = re.compile(r"[\s_-]*(?:tokens?|tok|ctx|context|t/s|ms|s|[kmg]i?b|b
 _ONE_BEFORE = re.compile(r"(?<![a-z0-9])(?:a|an|one|single|my)[\s_-]+$", re.I)     # ("the 4090 is fast": no card)
 
 
+_COUNT_AFTER = re.compile(r"(?:\s*\d+\s*GB)?\s*\(?\s*[x×]\s*(\d{1,2})(?![\w.])", re.I)
+# for each pattern of _GPU_TEXT, words (lowercase, none with i, s or k, the letters re.I also matches by a
+# non-ASCII one, or with those spelled out) one of which a text must hold for the pattern to match; () for none
+_GPU_TEXT_WORDS = (("rtx",), ("tx",), (), ("mi", "mı"), ("rx",), ("pro", "max", "ultra"), ("x", "×"), ())
+# what _COUNT_BEFORE and _ONE_BEFORE can match: letters (re.I's non-ASCII ones too), spaces, _ and -
+_WORDY = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ_-\u0130\u0131\u017f\u212a")
+
+
+def _word_before(rx, text: str, at: int):
+    """rx.search(text[:at]) for _COUNT_BEFORE / _ONE_BEFORE (a word and spaces up to the end): the same match,
+    looked for only over the letters, spaces, _ and - just before `at` (all such a match can span; its
+    look-behind still sees the character before them), not over the whole text before it."""
+    k = at
+    while k > 0 and (text[k - 1] in _WORDY or text[k - 1].isspace()):
+        k -= 1
+    return rx.search(text, k, at)
+
+
 def gpus_in(text: str | None) -> list[tuple[str, int | None]]:
     """The GPUs `text` names, in order of appearance, without repeats: (name, count) where an
     "Nx" before the name, an "xN" after it or a count word before it ("dual", "two") gives a count."""
     if not text:
         return []
     found = []
+    low = text.lower()
     for i, (rx, name) in enumerate(_GPU_TEXT):
+        need = _GPU_TEXT_WORDS[i]
+        if need and not any(w in low for w in need):
+            continue    # (the pattern cannot match without one of these words: no pass over the text)
         for m in rx.finditer(text):
             n = m.group(1)
             g = name(m)
             if i == 2 and _hardware_key(g) is None:
                 continue   # a letter and digits ("a28_run.md", "h12"): only a data-centre card the catalog knows
-            if i == _BARE_GPU and not m.group(3) and not (_COUNT_BEFORE.search(text[:m.start()])
-                                                          or _ONE_BEFORE.search(text[:m.start()])):
+            if i == _BARE_GPU and not m.group(3) and not (_word_before(_COUNT_BEFORE, text, m.start())
+                                                          or _word_before(_ONE_BEFORE, text, m.start())):
                 continue   # a bare number ("3090") is a card only after a count word, an article or a possessive
                            # ("on a 4090", "my 3090"), or with its Ti / SUPER
             if i == _BARE_GPU and _UNIT_AFTER.match(text, m.end()):
@@ -2148,11 +2262,11 @@ def gpus_in(text: str | None) -> list[tuple[str, int | None]]:
                 if _hardware_key(longer) not in (None, _hardware_key(g)):
                     g, end = longer, q.end()
             if not n:      # the count after the name: "RTX 3090 x2 (NVLink)", "A100 80GB ×4" (not "PCIe 4.0 x16")
-                after = re.match(r"(?:\s*\d+\s*GB)?\s*\(?\s*[x×]\s*(\d{1,2})(?![\w.])", text[end:], re.I)   # "RTX 3090 (x2)"
+                after = _COUNT_AFTER.match(text, end)   # "RTX 3090 (x2)"
                 n = after.group(1) if after else None
             if not n:      # a count in words before it: "dual RTX 3090", "two RTX 3090s" (a bare digit there,
                            # "Table 2 RTX 4090", is not taken for one)
-                before = _COUNT_BEFORE.search(text[:m.start()])
+                before = _word_before(_COUNT_BEFORE, text, m.start())
                 n = str(_COUNT_WORDS[re.sub(r"[\s_-]+", " ", before.group(1).lower())]) if before else None
             found.append((m.start(), g, int(n) if n and n.isdigit() else None, end))
     out, seen, last = [], {}, None
@@ -2379,7 +2493,8 @@ def _unquote(text: str) -> list[str]:
 def _unquote_tabs(text: str) -> tuple[list[str], set]:
     """_unquote's lines and the indexes of the header lines of tables copied from a rendered page
     (which have no separator line under them)."""
-    out, heads = _tab_tables(_outer_pipes([_plain_line(_QUOTE.sub("", ln)) for ln in text.splitlines()]))
+    out, heads = _tab_tables(_outer_pipes([_plain_line(_QUOTE.sub("", ln) if ">" in ln else ln)
+                                           for ln in text.splitlines()]))
     return _html_tables(out, heads)
 
 
@@ -2391,7 +2506,7 @@ def _html_tables(lines: list[str], heads: set) -> tuple[list[str], set]:
     markdown one: each row (<tr>, its <th> / <td> cells, tags dropped, entities read) on the line its <tr> starts,
     the table's other lines blank, the header's index added to `heads`; a table with two rows on one line is left
     as it is (_read_pasted names it)."""
-    if not any("<table" in ln.lower() for ln in lines):
+    if "<table" not in "\n".join(lines).lower():     # (as any("<table" in ln.lower()), in one pass)
         return lines, heads
     out, i = list(lines), 0
     while i < len(out):
@@ -2423,6 +2538,8 @@ _MD_ESCAPE = re.compile(r"(?<!\\)\\([_*])")
 
 def _plain_line(ln: str) -> str:
     """A pasted line with fixed-width spaces as spaces, zero-width spaces dropped and `\\_` / `\\*` unescaped."""
+    if ln.isascii() and "\\" not in ln:
+        return ln       # (no odd or zero-width space, no escape: the line as it is, without three passes)
     return _MD_ESCAPE.sub(r"\1", _ZERO_WIDTH.sub("", _ODD_SPACE.sub(" ", ln)))
 
 
@@ -2435,6 +2552,8 @@ def _tab_tables(lines: list[str]) -> tuple[list[str], set]:
     cells separated by tabs, no pipes, no separator line) written as a markdown table, line for line
     (the header and every following line of as many cells), and the header lines' indexes."""
     out, heads, i = list(lines), set(), 0
+    if not any("\t" in ln for ln in out):
+        return out, heads       # (a header needs a tab: nothing to rewrite)
     while i < len(out):
         cells = [c.strip() for c in out[i].strip().split("\t")] if "\t" in out[i] and "|" not in out[i] else []
         if len(cells) >= 3 and any(h <= set(cells) for h in _TAB_HEADERS):
@@ -2454,6 +2573,8 @@ def _outer_pipes(lines: list[str]) -> list[str]:
     """`lines` with each pipe-less table's header, separator and rows (as many pipes as the
     header) wrapped in outer pipes; every other line as it is."""
     out, i = list(lines), 0
+    if not any("|" in ln for ln in out):
+        return out      # (a header needs a pipe: nothing to wrap)
     while i + 1 < len(out):
         h, sep = out[i].strip(), out[i + 1]
         if ("|" in h and not h.startswith("|") and "|" in sep and "-" in sep and _MD_SEP.fullmatch(sep)
