@@ -2071,7 +2071,7 @@ def closed_loop_tpot(setup: Setup, prompt_len: int, gen_len: int, streams: int) 
     prompt_len = vocab.check_int("prompt_len", prompt_len, 0)
     gen_len = vocab.check_int("gen_len", gen_len, 1)
     streams = vocab.check_int("streams", streams, 1)
-    step = _mean_decode(setup, prompt_len, gen_len, streams)[0]
+    step = _mean_decode_seconds(setup, prompt_len, gen_len, streams)
     if streams > 1 and prompt_len > 0:
         step += streams / gen_len * ttft(setup, prompt_len)
     return step
@@ -2410,8 +2410,8 @@ Workload = vocab.Workload
 
 
 def _mean_decode_seconds(setup, d0, n_out, batch, points=5) -> float:
-    """_mean_decode's mean step seconds alone (the same sum; without its middle step's StepCost, which a
-    calibration's thousands of predictions do not read: one decode in six fewer)."""
+    """Mean decode step seconds over depths d0 .. d0 + n_out - 1 (trapezoid over a few depths;
+    decode time is close to linear in depth). _mean_decode adds the middle step's StepCost."""
     if n_out == 1:
         return decode(setup, d0, batch).seconds
     ds = [d0 + round(i * (n_out - 1) / (points - 1)) for i in range(points)]
@@ -2421,14 +2421,10 @@ def _mean_decode_seconds(setup, d0, n_out, batch, points=5) -> float:
 
 
 def _mean_decode(setup, d0, n_out, batch, points=5):
-    """Mean decode step seconds over depths d0 .. d0 + n_out - 1 (trapezoid over a few depths;
-    decode time is close to linear in depth)."""
-    if n_out == 1:
-        return decode(setup, d0, batch).seconds, decode(setup, d0, batch)
-    ds = [d0 + round(i * (n_out - 1) / (points - 1)) for i in range(points)]
-    ts = [decode(setup, d, batch).seconds for d in ds]
-    area = sum((ds[i + 1] - ds[i]) * (ts[i] + ts[i + 1]) / 2 for i in range(points - 1))
-    return area / (ds[-1] - ds[0]), decode(setup, ds[points // 2], batch)
+    """(mean decode step seconds over depths d0 .. d0 + n_out - 1 (_mean_decode_seconds), the middle
+    depth's StepCost)."""
+    mid = d0 if n_out == 1 else d0 + round((points // 2) * (n_out - 1) / (points - 1))
+    return _mean_decode_seconds(setup, d0, n_out, batch, points), decode(setup, mid, batch)
 
 
 def _share(step: StepCost, top=2) -> str:

@@ -236,7 +236,7 @@ def predict(pt: PublicPoint, profile: cm.RuntimeProfile) -> float:
         return pt.batch / cm.closed_loop_tpot(s, pt.n_depth, pt.n_gen, pt.batch)
     if pt.n_gen <= 1:
         return cm.decode(s, pt.n_depth, pt.batch).tok_s
-    return pt.batch / cm._mean_decode(s, pt.n_depth, pt.n_gen, pt.batch)[0]
+    return pt.batch / cm._mean_decode_seconds(s, pt.n_depth, pt.n_gen, pt.batch)
 
 
 def apply_options(profile: cm.RuntimeProfile, options: dict) -> cm.RuntimeProfile:
