@@ -132,11 +132,22 @@ def test_cli_cv_option(tmp_path, capsys, monkeypatch):
         assert "argument --cv" in err and "number of folds >= 2" in err and "Traceback" not in err
 
 
-def test_mean_decode_seconds_is_mean_decode():
-    """predict_point's tg of n_gen > 1 (llama-bench's tg128) prices the mean step without _mean_decode's
-    extra middle step: the same number, to the last bit."""
+def test_mean_decode_seconds_is_the_trapezoid_of_decode_steps():
+    """predict_point's tg of n_gen > 1 (llama-bench's tg128) prices the mean step over the depths the
+    generation passes: the trapezoid of decode() at five depths d0 .. d0 + n - 1 (one step when n is 1),
+    to the last bit; _mean_decode gives the same seconds beside the middle depth's step."""
     from glmbench.predict import costmodel as cm
     for model, B in (("glm-4.7-flash", 1), ("qwen3-32b", 1), ("glm-4.7-flash", 4)):
         s = cm.Setup(model, "rtx-3090", weights="q4_K")
         for d0, n in ((0, 128), (8192, 32), (100, 1)):
-            assert cm._mean_decode_seconds(s, d0, n, B) == cm._mean_decode(s, d0, n, B)[0]
+            if n == 1:
+                want, mid = cm.decode(s, d0, B).seconds, d0
+            else:
+                ds = [d0 + round(i * (n - 1) / 4) for i in range(5)]
+                ts = [cm.decode(s, d, B).seconds for d in ds]
+                want = sum((ds[i + 1] - ds[i]) * (ts[i] + ts[i + 1]) / 2 for i in range(4)) / (ds[-1] - ds[0])
+                mid = ds[2]
+                assert ts[-1] > ts[0]          # deeper steps cost more: the mean is not one step's
+            assert cm._mean_decode_seconds(s, d0, n, B) == want
+            sec, step = cm._mean_decode(s, d0, n, B)
+            assert sec == want and step.seconds == cm.decode(s, mid, B).seconds
