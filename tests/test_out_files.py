@@ -14,21 +14,10 @@ import pytest
 
 from glmbench import cli
 from glmbench.results import importers, records as rec
+from test_trust import one_line_error, run  # noqa: E402
 
 SWEEP = ["sweep", "--model", "glm-4.7-flash", "--cards", "1", "--tests", "tg", "-q"]
 
-
-def run(capsys, *argv):
-    rc = cli.main(list(argv))
-    out, err = capsys.readouterr()
-    return rc, out, err
-
-
-def one_line_error(rc, err):
-    assert rc == 2, err
-    lines = [l for l in err.splitlines() if l.strip()]
-    assert len(lines) == 1 and lines[0].startswith("error: "), err
-    return lines[0]
 
 
 @pytest.mark.parametrize("blank", ["", "\n", "  \n\n", "\r\n"])
