@@ -655,8 +655,13 @@ def cmd_report(args) -> int:
     # a file that does not say which model it measured (a sweep-bench table) is the study's model
     # when the study has one
     one = study.models[0] if len(study.models) == 1 else None
+    from glmbench.report import workload as _workload
+    # the files of --out the report writes (or removes); another file there (a measurement kept beside the
+    # report, rep/lab.json) is the user's own, read and left as it is
+    writes = ("records.csv", "records.json", "report.md", "decisions.json", "ceilings.json", "findings.json",
+              "offload.json", *_workload.FILES)
     for path in args.measured or []:
-        for name in sorted(os.listdir(out)) if os.path.isdir(out) else ():
+        for name in writes if os.path.isdir(out) else ():
             f = os.path.join(out, name)
             if os.path.isfile(path) and os.path.isfile(f) and os.path.samefile(path, f):
                 # (it was rewritten with the study's records added: each rerun read those back as measured)

@@ -450,6 +450,23 @@ def test_report_never_rewrites_a_measured_file_it_reads(capsys, tmp_path):
     assert m.read_bytes() == before and os.listdir(rep) == ["records.json"]
 
 
+def test_report_reads_a_measured_file_it_does_not_write_in_its_out_folder(capsys, tmp_path):
+    """The refusal above is for the files the report writes (records.json / .csv, ...): a measurement kept in
+    the report's folder under a name of its own (rep/lab.json) is read and left as it is (it was refused)."""
+    rep = tmp_path / "rep"
+    rep.mkdir()
+    shipped = os.path.join(os.path.dirname(cli.__file__), "data", "measured", "llama-cpp-1x3090.json")
+    m = rep / "lab.json"
+    m.write_bytes(open(shipped, "rb").read())
+    before = m.read_bytes()
+    rc, _, err = run(capsys, "report", "--model", "glm-4.7-flash", "--cards", "1", "--depths", "1K", "--concurrency", "1",
+                     "-q", "--measured", str(m), "--out", str(rep))
+    assert rc == 0, err
+    assert m.read_bytes() == before
+    n_measured = len(rec.read_records(m))
+    assert sum(r.get("evidence") == "measured" for r in rec.read_records(rep / "records.json")) == n_measured > 0
+
+
 def test_a_file_named_like_an_option_gets_a_hint(capsys, tmp_path, monkeypatch):
     """`glmbench compare -r.json` (a file whose name starts with '-') said only that FILE is required."""
     monkeypatch.chdir(tmp_path)
