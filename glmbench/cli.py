@@ -204,11 +204,10 @@ def _check_out_file(path: str, opt: str = "--out", force: bool = False, suffixes
     if os.path.isdir(path):
         raise UserError(f"{opt} {path!r} is a folder; give a file name ending in {' or '.join(suffixes)}")
     _check_folder(os.path.dirname(path) or ".", opt, repr(path))
-    if os.path.exists(path):
-        for f in inputs:
-            if isinstance(f, (str, os.PathLike)) and os.path.isfile(f) and os.path.samefile(f, path):
-                raise UserError(f"{opt} {path!r} is one of the files it reads ({f}); refusing to overwrite its own "
-                                "input (give another file)")
+    f = _input_of(path, inputs)
+    if f is not None:
+        raise UserError(f"{opt} {path!r} is one of the files it reads ({f}); refusing to overwrite its own "
+                        "input (give another file)")
     if os.path.exists(path):
         why = _not_a_result(path)
         if why is not None:
@@ -252,6 +251,26 @@ def _check_out_folder(path: str, opt: str, force: bool, results=(), json_files=(
                             "overwrite it (pass --force to replace it)")
 
 
+# the files glmbench reads from a model given as an HF folder (configs.load, gguf_file.folder_weights)
+_MODEL_FOLDER_FILES = ("config.json", ".safetensors.index.json", ".safetensors")
+
+
+def _input_of(path: str, inputs) -> str | None:
+    """The input among `inputs` (the files a command reads) that the existing file `path` is, or the model
+    folder (an HF folder) whose config.json or safetensors index `path` is; else None."""
+    if not os.path.isfile(path):
+        return None
+    here = os.path.dirname(os.path.abspath(path))
+    of_a_folder = os.path.basename(path) == "config.json" or path.endswith(_MODEL_FOLDER_FILES[1:])
+    for f in inputs:
+        if not isinstance(f, (str, os.PathLike)) or not f:
+            continue
+        if os.path.isfile(f) and os.path.samefile(f, path) or \
+                of_a_folder and os.path.isdir(f) and os.path.samefile(f, here):
+            return os.fspath(f)
+    return None
+
+
 def _check_own_out(path: str, opt: str, force: bool, *, kind: str, ours, inputs=(), input_dirs=(),
                    suffixes=None) -> None:
     """An output file of one kind (`kind`: "a truth table", "a hardware profile"), checked before any
@@ -271,8 +290,9 @@ def _check_own_out(path: str, opt: str, force: bool, *, kind: str, ours, inputs=
     for d in input_dirs:
         for root, _, names in os.walk(d):
             named += [os.path.join(root, n) for n in names]
-    for f in named:
-        if os.path.samefile(f, path):
+    mine = _input_of(path, [f for f in inputs if f and os.path.isdir(f)])    # (a model folder's file)
+    for f in named + ([mine] if mine else []):
+        if os.path.samefile(f, path) or f == mine:
             raise UserError(f"{opt} {path!r} is one of the files it reads ({f}); refusing to overwrite its own "
                             "input (give another file)")
     if not force and not ours(path):

@@ -435,6 +435,32 @@ def test_sweep_and_measure_never_write_over_a_file_they_read(capsys, tmp_path):
     assert rec.read_records(other)[0]["n_depth"] == 1024
 
 
+def test_no_command_writes_over_a_file_of_a_model_folder_it_reads(capsys, tmp_path):
+    """A model given as an HF folder (--model mf, measure mf, --measured-model mf): `--out mf/config.json --force`
+    deleted the folder's config.json (sweep: after reading it; the sweep then failed, 'folder holds no
+    config.json') or wrote a truth table over it. The files of a model folder are inputs as a model file is."""
+    shipped = os.path.join(os.path.dirname(cli.__file__), "data", "models", "qwen3-32b.json")
+    mf = tmp_path / "mf"
+    mf.mkdir()
+    cfg = mf / "config.json"
+    cfg.write_bytes(open(shipped, "rb").read())
+    before = cfg.read_bytes()
+    for argv in (["sweep", "--model", str(mf), "--depths", "1K", "--tests", "tg", "-q", "--out", str(cfg), "--force"],
+                 ["measure", str(mf), "-q", "--out", str(cfg), "--force"],
+                 ["truth-table", "--measured-model", str(mf), "-q", "--out", str(cfg), "--force"]):
+        rc, _, err = run(capsys, *argv)
+        assert "one of the files it reads" in one_line_error(rc, err), argv
+        assert cfg.read_bytes() == before, argv
+    # records written into the model's folder, as any other file, are resumed from (they are no model file)
+    held = []
+    for _ in range(2):
+        rc, _, err = run(capsys, "sweep", "--model", str(mf), "--depths", "1K", "--tests", "tg", "-q",
+                         "--out", str(mf / "s.json"))
+        assert rc == 0, err
+        held.append(rec.read_records(mf / "s.json"))
+    assert held[0] == held[1] and {r["n_depth"] for r in held[0]} == {1024}
+
+
 def test_report_never_rewrites_a_measured_file_it_reads(capsys, tmp_path):
     """report --measured rep/records.json --out rep rewrote its input with the study's predictions added;
     each rerun read those back as measured records, the file growing by the study each time."""
