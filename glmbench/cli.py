@@ -870,7 +870,8 @@ def cmd_sweep(args) -> int:
 
 def cmd_calibrate(args) -> int:
     from glmbench.predict import calibrate as cal  # scipy: loaded only for this command
-    _check_profile_out(args.out, args.files, args.force)  # before reading, measuring or fitting
+    _check_profile_out(args.out, args.files, args.force,  # before reading, measuring or fitting
+                       others=[args.model, args.hardware])
     hw = args.hardware
     if hardware.is_host(hw):
         hw = _host_now(f"--hardware {args.hardware}", "`glmbench hardware --save-host FILE.json` fixes one "
@@ -891,9 +892,10 @@ def cmd_calibrate(args) -> int:
     return 0
 
 
-def _check_profile_out(path: str, inputs, force: bool) -> None:
+def _check_profile_out(path: str, inputs, force: bool, others=()) -> None:
     """calibrate --out: the rules of every --out (suffix, folder, no silent overwrite of what is not
-    ours unless --force), checked first; and never one of the command's own input files."""
+    ours unless --force), checked first; and never one of the command's own input files (`inputs`, the
+    measurements; `others`: --model's config or folder, --hardware's profile)."""
     if not path:
         raise UserError("--out is empty; give a file name ending in .json (a runtime profile)")
     if not path.endswith(".json"):
@@ -907,6 +909,10 @@ def _check_profile_out(path: str, inputs, force: bool) -> None:
         if os.path.exists(f) and os.path.samefile(f, path):
             raise UserError(f"--out {path!r} is one of the measurement files it reads; refusing to overwrite "
                             "its own input (give another --out)")
+    f = _input_of(path, others)
+    if f is not None:
+        raise UserError(f"--out {path!r} is one of the files it reads ({f}); refusing to overwrite its own input "
+                        "(give another --out)")
     if force:
         return
     from glmbench.predict import costmodel

@@ -461,6 +461,32 @@ def test_no_command_writes_over_a_file_of_a_model_folder_it_reads(capsys, tmp_pa
     assert held[0] == held[1] and {r["n_depth"] for r in held[0]} == {1024}
 
 
+def test_calibrate_never_writes_over_its_model_or_hardware_file(capsys, tmp_path):
+    """calibrate --out refused only its measurement files: `--model cfg.json --out cfg.json --force` (or
+    --hardware card.json, or a model folder's config.json) replaced the model config / hardware profile it had
+    read with a runtime profile. Every file it reads is refused, --force or not (README: no command writes over
+    one of the files it reads)."""
+    from glmbench.predict import hardware
+    shipped = os.path.join(os.path.dirname(cli.__file__), "data", "measured", "llama-cpp-1x3090.json")
+    m = tmp_path / "m.json"
+    m.write_bytes(open(shipped, "rb").read())
+    cfg = tmp_path / "glm.json"
+    cfg.write_bytes(open(os.path.join(os.path.dirname(cli.__file__), "data", "models", "glm-4.7-flash.json"), "rb").read())
+    card = tmp_path / "card.json"
+    card.write_text(json.dumps(hardware.profile_to_dict(hardware.get_gpu("rtx-3090")), indent=1))
+    mf = tmp_path / "mf"
+    mf.mkdir()
+    (mf / "config.json").write_bytes(cfg.read_bytes())
+    for opt, val, out in (("--model", cfg, cfg), ("--hardware", card, card), ("--model", mf, mf / "config.json")):
+        before = out.read_bytes()
+        rc, _, err = run(capsys, "calibrate", str(m), opt, str(val), "-q", "--out", str(out), "--force")
+        assert "one of the files it reads" in one_line_error(rc, err), opt
+        assert out.read_bytes() == before
+    rc, _, err = run(capsys, "calibrate", str(m), "--model", str(cfg), "--hardware", str(card), "-q",
+                     "--out", str(tmp_path / "p.json"))
+    assert rc == 0, err
+
+
 def test_report_never_rewrites_a_measured_file_it_reads(capsys, tmp_path):
     """report --measured rep/records.json --out rep rewrote its input with the study's predictions added;
     each rerun read those back as measured records, the file growing by the study each time."""
