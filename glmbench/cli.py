@@ -666,6 +666,19 @@ def _study_from_args(args):
 
 
 # ---- commands -----------------------------------------------------------------------------------
+def _not_written(out: str, names, opt: str, inputs, who: str) -> None:
+    """None of `inputs` (files a command reads, given by `opt`) is one of the files `names` it writes into
+    its --out folder `out`: refused (a one-line error) before any work."""
+    for path in inputs:
+        if not path or not os.path.isfile(path) or not os.path.isdir(out):
+            continue
+        for name in names:
+            f = os.path.join(out, name)
+            if os.path.isfile(f) and os.path.samefile(path, f):
+                raise UserError(f"{opt} {path}: a file of --out {out!r}, which {who} rewrites; refusing to modify "
+                                "its own input (copy it elsewhere, or give another --out)")
+
+
 def cmd_report(args) -> int:
     study = _study_from_args(args)
     out = args.out
@@ -677,16 +690,13 @@ def cmd_report(args) -> int:
     one = study.models[0] if len(study.models) == 1 else None
     from glmbench.report import workload as _workload
     # the files of --out the report writes (or removes); another file there (a measurement kept beside the
-    # report, rep/lab.json) is the user's own, read and left as it is
+    # report, rep/lab.json) is the user's own, read and left as it is. (A --measured rep/records.json was
+    # rewritten with the study's records added: each rerun read those back as measured.)
     writes = ("records.csv", "records.json", "report.md", "decisions.json", "ceilings.json", "findings.json",
               "offload.json", *_workload.FILES)
+    _not_written(out, writes, "--measured", args.measured or (), "the report")
+    _not_written(out, writes, "--trace", [getattr(args, "trace", None)], "the report")
     for path in args.measured or []:
-        for name in writes if os.path.isdir(out) else ():
-            f = os.path.join(out, name)
-            if os.path.isfile(path) and os.path.isfile(f) and os.path.samefile(path, f):
-                # (it was rewritten with the study's records added: each rerun read those back as measured)
-                raise UserError(f"--measured {path}: a file of --out {out!r}, which the report rewrites; refusing to "
-                                "modify its own input (copy it elsewhere, or give another --out)")
         extra += _read(path, default_model=one, need_model=True, option="--measured")
     trace, opts = (None, None)
     if getattr(args, "trace", None):
@@ -750,6 +760,7 @@ def cmd_trace(args) -> int:
     study = _study_from_args(args)
     if args.out:
         _check_out_folder(args.out, "--out", False)
+        _not_written(args.out, workload.FILES, "trace", [args.trace], "the replay")
     trace, opts = _load_trace(args.trace), _trace_options(args)
     _say_notes(args)
     # per-request results only for --out's trace_requests.csv (a million requests x 4 setups)

@@ -487,6 +487,27 @@ def test_calibrate_never_writes_over_its_model_or_hardware_file(capsys, tmp_path
     assert rc == 0, err
 
 
+def test_trace_never_writes_over_the_trace_it_replays(capsys, tmp_path):
+    """`glmbench trace d/trace.json --out d` (a JSON-lines trace named trace.json, read as one) replaced the trace
+    with the replay's own trace.json; report --trace did the same. The files the command writes into --out are
+    never the trace it reads."""
+    d = tmp_path / "d"
+    d.mkdir()
+    t = d / "trace.json"
+    t.write_text("".join(json.dumps({"timestamp": i * 500, "input_length": 512 + 64 * i, "output_length": 8 + i}) + "\n"
+                         for i in range(12)))
+    before = t.read_bytes()
+    for argv in (["trace", str(t), "-q", "--out", str(d)],
+                 ["report", "--model", "glm-4.7-flash", "--cards", "1", "--depths", "1K", "--concurrency", "1", "-q",
+                  "--trace", str(t), "--out", str(d)]):
+        rc, _, err = run(capsys, *argv)
+        assert "refusing to modify its own input" in one_line_error(rc, err), argv
+        assert t.read_bytes() == before and os.listdir(d) == ["trace.json"]
+    rc, _, err = run(capsys, "trace", str(t), "-q", "--out", str(tmp_path / "elsewhere"))
+    assert rc == 0, err
+    assert t.read_bytes() == before and (tmp_path / "elsewhere" / "trace.json").exists()
+
+
 def test_report_never_rewrites_a_measured_file_it_reads(capsys, tmp_path):
     """report --measured rep/records.json --out rep rewrote its input with the study's predictions added;
     each rerun read those back as measured records, the file growing by the study each time."""
