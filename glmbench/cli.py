@@ -320,6 +320,24 @@ def _is_hardware_profile(path: str) -> bool:
         return False
 
 
+_HELD_LOCKS: set = set()     # the descriptors of the folder locks this process holds (_folder_held)
+
+
+def _drop_held_locks_in_child() -> None:
+    """In a forked child (search's worker pool): close its copies of the folder locks' descriptors. An flock
+    belongs to the open file, which fork shares: a worker left orphaned by a killed command (kill -9, the OOM
+    killer; it waits on its task queue for ever) held the lock, and every later command into the folder waited
+    for ever. The parent's own descriptor keeps the lock while the parent lives."""
+    for fd in list(_HELD_LOCKS):
+        with contextlib.suppress(OSError):
+            os.close(fd)
+    _HELD_LOCKS.clear()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_drop_held_locks_in_child)
+
+
 @contextlib.contextmanager
 def _folder_held(path: str, opt: str = "--out"):
     """One glmbench command at a time writes an --out folder (report, trace, search): an exclusive lock
@@ -347,10 +365,12 @@ def _folder_held(path: str, opt: str = "--out"):
                 print(f"{opt} {path}: another glmbench command is writing into this folder; waiting for it to "
                       "finish", file=sys.stderr, flush=True)
                 rec.fcntl.flock(fd, rec.fcntl.LOCK_EX)
+            _HELD_LOCKS.add(fd)
         yield
         ok = True
     finally:
         if fd is not None:
+            _HELD_LOCKS.discard(fd)
             os.close(fd)
         if made and not ok:
             with contextlib.suppress(OSError):

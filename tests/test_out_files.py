@@ -342,6 +342,42 @@ def test_one_command_at_a_time_writes_an_out_folder(tmp_path):
     assert not [n for n in os.listdir(out) if n.startswith(".")]     # the folder holds only the command's files
 
 
+@pytest.mark.skipif(not hasattr(os, "fork") or rec.fcntl is None, reason="fork and advisory locks (POSIX)")
+def test_a_killed_command_leaves_no_folder_lock_to_its_forked_workers(tmp_path):
+    """search --workers N forks its pool inside the folder lock: the workers inherited the lock's descriptor, and
+    where the command was killed (kill -9, the OOM killer) its orphaned workers, which wait on their queue for
+    ever, held the lock: every later command into the folder waited for ever ("another glmbench command is
+    writing into this folder"). A forked child holds no copy of the lock; the parent keeps it while it lives."""
+    import fcntl
+    out = tmp_path / "s"
+    script = (
+        "import os, sys, time\n"
+        "from glmbench import cli\n"
+        "with cli._folder_held(sys.argv[1]):\n"
+        "    pid = os.fork()\n"
+        "    if pid == 0:\n"
+        "        time.sleep(120)\n"
+        "        os._exit(0)\n"
+        "    print(pid, flush=True)\n"
+        "    sys.stdin.readline()\n"
+        "    os.kill(os.getpid(), 9)\n")
+    p = subprocess.Popen([sys.executable, "-c", script, str(out)], env=_env(), stdin=subprocess.PIPE,
+                         stdout=subprocess.PIPE, text=True)
+    child = int(p.stdout.readline())
+    fd = os.open(tmp_path / ".s.lock", os.O_RDWR)
+    try:
+        with pytest.raises(BlockingIOError):       # the command, alive, holds it
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        p.stdin.write("\n")
+        p.stdin.flush()
+        p.wait(timeout=60)
+        assert p.returncode == -9
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)   # its orphaned child (still alive) does not
+    finally:
+        os.close(fd)
+        os.kill(child, 9)
+
+
 def test_a_failed_report_leaves_no_folder_it_made(capsys, tmp_path, monkeypatch):
     from glmbench import report
 
