@@ -877,9 +877,20 @@ def cmd_search(args) -> int:
     return 0
 
 
+def _runtime_file(name) -> str | None:
+    """The file a --runtime (or --measured-calibrated) names: calibrated:FILE, or a .json / .toml path; None for a
+    built-in or shipped profile's name."""
+    if not isinstance(name, str) or not name:
+        return None
+    path = name[len("calibrated:"):] if name.startswith("calibrated:") else name
+    return path if os.path.isfile(path) else None
+
+
 def _study_inputs(args) -> list:
-    """The files a sweep reads: model configs, a hardware or host profile, --routing's records."""
-    return [*(args.model or ()), args.hardware, getattr(args, "host", None), getattr(args, "routing", None)]
+    """The files a sweep reads: model configs, a hardware or host profile, --routing's records, the runtime
+    profile."""
+    return [*(args.model or ()), args.hardware, getattr(args, "host", None), getattr(args, "routing", None),
+            _runtime_file(getattr(args, "runtime", None))]
 
 
 def cmd_sweep(args) -> int:
@@ -971,7 +982,8 @@ def cmd_truth_table(args) -> int:
     if args.out is not None:
         _check_own_out(args.out, "--out", args.force, kind="a truth table", ours=_is_truth_table,
                        inputs=[*(args.measured or ()), args.measured_hardware, args.measured_model,
-                               args.measured_calibrated], input_dirs=[*(args.host or ()), *(args.llama_bench or ())])
+                               _runtime_file(args.measured_calibrated)],
+                       input_dirs=[*(args.host or ()), *(args.llama_bench or ())])
     extra = []
     for f in args.measured or []:
         prof = costmodel.load_runtime(args.measured_calibrated) if args.measured_calibrated else None

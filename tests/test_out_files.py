@@ -544,6 +544,26 @@ def test_trace_never_writes_over_the_trace_it_replays(capsys, tmp_path):
     assert t.read_bytes() == before and (tmp_path / "elsewhere" / "trace.json").exists()
 
 
+def test_sweep_never_writes_over_the_runtime_profile_it_reads(capsys, tmp_path):
+    """`sweep --runtime calibrated:p.json --out p.json --force` replaced the calibrated profile it priced with by
+    the records (as truth-table --measured-calibrated p.json --out p.json --force wrote its table there): the
+    runtime profile is one of the files it reads."""
+    shipped = os.path.join(os.path.dirname(cli.__file__), "data", "measured", "llama-cpp-1x3090.json")
+    prof = tmp_path / "p.json"
+    rc, _, err = run(capsys, "calibrate", shipped, "-q", "--out", str(prof))
+    assert rc == 0, err
+    before = prof.read_bytes()
+    for argv in ([*SWEEP, "--depths", "1K", "--runtime", f"calibrated:{prof}", "--out", str(prof), "--force"],
+                 [*SWEEP, "--depths", "1K", "--runtime", str(prof), "--out", str(prof), "--force"],
+                 ["truth-table", "--measured-calibrated", f"calibrated:{prof}", "-q", "--out", str(prof), "--force"]):
+        rc, _, err = run(capsys, *argv)
+        assert "one of the files it reads" in one_line_error(rc, err), argv
+        assert prof.read_bytes() == before
+    rc, _, err = run(capsys, *SWEEP, "--depths", "1K", "--runtime", f"calibrated:{prof}", "--out", str(tmp_path / "s.json"))
+    assert rc == 0, err
+    assert rec.read_records(tmp_path / "s.json")[0]["evidence"] == "calibrated"
+
+
 def test_report_never_rewrites_a_measured_file_it_reads(capsys, tmp_path):
     """report --measured rep/records.json --out rep rewrote its input with the study's predictions added;
     each rerun read those back as measured records, the file growing by the study each time."""
