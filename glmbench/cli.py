@@ -898,7 +898,8 @@ def cmd_sweep(args) -> int:
     tests = tuple(t.strip() for t in args.tests.split(",") if t.strip())
     out = args.out
     if out is not None and _check_out_file(out, force=args.force, inputs=_study_inputs(args)):
-        os.unlink(out)  # --force: not a records file, replaced rather than resumed from
+        # --force: not a records file, replaced rather than resumed from (a symbolic link's target: the link stays)
+        os.unlink(rec._through_links(out))
     resumable = out if out and out.endswith(".json") else None
     before = _read_before(resumable)
     _say_notes(args)
@@ -1017,7 +1018,8 @@ def cmd_measure(args) -> int:
     from glmbench import measure  # the measured side needs the C core: imported only for this command
     out = args.out
     if out is not None and _check_out_file(out, force=args.force, inputs=[args.model]):
-        os.unlink(out)  # --force: not a records file, replaced rather than resumed from
+        # --force: not a records file, replaced rather than resumed from (a symbolic link's target: the link stays)
+        os.unlink(rec._through_links(out))
     resumable = out if out and out.endswith(".json") else None
     before = _read_before(resumable)
     if getattr(args, "device", "cpu") == "cuda":  # the GPU path (measure/cuda.py, docs/CUDA.md)

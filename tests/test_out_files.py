@@ -564,6 +564,21 @@ def test_sweep_never_writes_over_the_runtime_profile_it_reads(capsys, tmp_path):
     assert rec.read_records(tmp_path / "s.json")[0]["evidence"] == "calibrated"
 
 
+@pytest.mark.skipif(not hasattr(os, "symlink"), reason="symbolic links")
+def test_force_replaces_the_file_a_symlinked_out_leads_to(capsys, tmp_path):
+    """`--out link.json --force` over a link to a file that is no records file removed the link and wrote a plain
+    file in its place (the target kept its old text): an output that is a symbolic link is written through it,
+    the link stays (README), --force or not."""
+    target = tmp_path / "real.json"
+    target.write_text("{}")
+    link = tmp_path / "link.json"
+    os.symlink(target, link)
+    rc, _, err = run(capsys, *SWEEP, "--depths", "1K", "--out", str(link), "--force")
+    assert rc == 0, err
+    assert os.path.islink(link) and os.path.samefile(link, target)
+    assert rec.read_records(target)[0]["n_depth"] == 1024
+
+
 def test_report_never_rewrites_a_measured_file_it_reads(capsys, tmp_path):
     """report --measured rep/records.json --out rep rewrote its input with the study's predictions added;
     each rerun read those back as measured records, the file growing by the study each time."""
