@@ -204,11 +204,10 @@ def _check_out_file(path: str, opt: str = "--out", force: bool = False, suffixes
     if os.path.isdir(path):
         raise UserError(f"{opt} {path!r} is a folder; give a file name ending in {' or '.join(suffixes)}")
     _check_folder(os.path.dirname(path) or ".", opt, repr(path))
-    if os.path.exists(path):
-        for f in inputs:
-            if isinstance(f, (str, os.PathLike)) and os.path.isfile(f) and os.path.samefile(f, path):
-                raise UserError(f"{opt} {path!r} is one of the files it reads ({f}); refusing to overwrite its own "
-                                "input (give another file)")
+    f = _input_of(path, inputs)
+    if f is not None:
+        raise UserError(f"{opt} {path!r} is one of the files it reads ({f}); refusing to overwrite its own "
+                        "input (give another file)")
     if os.path.exists(path):
         why = _not_a_result(path)
         if why is not None:
@@ -252,6 +251,26 @@ def _check_out_folder(path: str, opt: str, force: bool, results=(), json_files=(
                             "overwrite it (pass --force to replace it)")
 
 
+# the files glmbench reads from a model given as an HF folder (configs.load, gguf_file.folder_weights)
+_MODEL_FOLDER_FILES = ("config.json", ".safetensors.index.json", ".safetensors")
+
+
+def _input_of(path: str, inputs) -> str | None:
+    """The input among `inputs` (the files a command reads) that the existing file `path` is, or the model
+    folder (an HF folder) whose config.json or safetensors index `path` is; else None."""
+    if not os.path.isfile(path):
+        return None
+    here = os.path.dirname(os.path.abspath(path))
+    of_a_folder = os.path.basename(path) == "config.json" or path.endswith(_MODEL_FOLDER_FILES[1:])
+    for f in inputs:
+        if not isinstance(f, (str, os.PathLike)) or not f:
+            continue
+        if os.path.isfile(f) and os.path.samefile(f, path) or \
+                of_a_folder and os.path.isdir(f) and os.path.samefile(f, here):
+            return os.fspath(f)
+    return None
+
+
 def _check_own_out(path: str, opt: str, force: bool, *, kind: str, ours, inputs=(), input_dirs=(),
                    suffixes=None) -> None:
     """An output file of one kind (`kind`: "a truth table", "a hardware profile"), checked before any
@@ -271,8 +290,9 @@ def _check_own_out(path: str, opt: str, force: bool, *, kind: str, ours, inputs=
     for d in input_dirs:
         for root, _, names in os.walk(d):
             named += [os.path.join(root, n) for n in names]
-    for f in named:
-        if os.path.samefile(f, path):
+    mine = _input_of(path, [f for f in inputs if f and os.path.isdir(f)])    # (a model folder's file)
+    for f in named + ([mine] if mine else []):
+        if os.path.samefile(f, path) or f == mine:
             raise UserError(f"{opt} {path!r} is one of the files it reads ({f}); refusing to overwrite its own "
                             "input (give another file)")
     if not force and not ours(path):
@@ -298,6 +318,24 @@ def _is_hardware_profile(path: str) -> bool:
         return True
     except Exception:   # noqa: BLE001  (any reason it is not one: it is not ours to replace)
         return False
+
+
+_HELD_LOCKS: set = set()     # the descriptors of the folder locks this process holds (_folder_held)
+
+
+def _drop_held_locks_in_child() -> None:
+    """In a forked child (search's worker pool): close its copies of the folder locks' descriptors. An flock
+    belongs to the open file, which fork shares: a worker left orphaned by a killed command (kill -9, the OOM
+    killer; it waits on its task queue for ever) held the lock, and every later command into the folder waited
+    for ever. The parent's own descriptor keeps the lock while the parent lives."""
+    for fd in list(_HELD_LOCKS):
+        with contextlib.suppress(OSError):
+            os.close(fd)
+    _HELD_LOCKS.clear()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_drop_held_locks_in_child)
 
 
 @contextlib.contextmanager
@@ -327,10 +365,12 @@ def _folder_held(path: str, opt: str = "--out"):
                 print(f"{opt} {path}: another glmbench command is writing into this folder; waiting for it to "
                       "finish", file=sys.stderr, flush=True)
                 rec.fcntl.flock(fd, rec.fcntl.LOCK_EX)
+            _HELD_LOCKS.add(fd)
         yield
         ok = True
     finally:
         if fd is not None:
+            _HELD_LOCKS.discard(fd)
             os.close(fd)
         if made and not ok:
             with contextlib.suppress(OSError):
@@ -646,6 +686,19 @@ def _study_from_args(args):
 
 
 # ---- commands -----------------------------------------------------------------------------------
+def _not_written(out: str, names, opt: str, inputs, who: str) -> None:
+    """None of `inputs` (files a command reads, given by `opt`) is one of the files `names` it writes into
+    its --out folder `out`: refused (a one-line error) before any work."""
+    for path in inputs:
+        if not path or not os.path.isfile(path) or not os.path.isdir(out):
+            continue
+        for name in names:
+            f = os.path.join(out, name)
+            if os.path.isfile(f) and os.path.samefile(path, f):
+                raise UserError(f"{opt} {path}: a file of --out {out!r}, which {who} rewrites; refusing to modify "
+                                "its own input (copy it elsewhere, or give another --out)")
+
+
 def cmd_report(args) -> int:
     study = _study_from_args(args)
     out = args.out
@@ -655,13 +708,15 @@ def cmd_report(args) -> int:
     # a file that does not say which model it measured (a sweep-bench table) is the study's model
     # when the study has one
     one = study.models[0] if len(study.models) == 1 else None
+    from glmbench.report import workload as _workload
+    # the files of --out the report writes (or removes); another file there (a measurement kept beside the
+    # report, rep/lab.json) is the user's own, read and left as it is. (A --measured rep/records.json was
+    # rewritten with the study's records added: each rerun read those back as measured.)
+    writes = ("records.csv", "records.json", "report.md", "decisions.json", "ceilings.json", "findings.json",
+              "offload.json", *_workload.FILES)
+    _not_written(out, writes, "--measured", args.measured or (), "the report")
+    _not_written(out, writes, "--trace", [getattr(args, "trace", None)], "the report")
     for path in args.measured or []:
-        for name in sorted(os.listdir(out)) if os.path.isdir(out) else ():
-            f = os.path.join(out, name)
-            if os.path.isfile(path) and os.path.isfile(f) and os.path.samefile(path, f):
-                # (it was rewritten with the study's records added: each rerun read those back as measured)
-                raise UserError(f"--measured {path}: a file of --out {out!r}, which the report rewrites; refusing to "
-                                "modify its own input (copy it elsewhere, or give another --out)")
         extra += _read(path, default_model=one, need_model=True, option="--measured")
     trace, opts = (None, None)
     if getattr(args, "trace", None):
@@ -725,6 +780,7 @@ def cmd_trace(args) -> int:
     study = _study_from_args(args)
     if args.out:
         _check_out_folder(args.out, "--out", False)
+        _not_written(args.out, workload.FILES, "trace", [args.trace], "the replay")
     trace, opts = _load_trace(args.trace), _trace_options(args)
     _say_notes(args)
     # per-request results only for --out's trace_requests.csv (a million requests x 4 setups)
@@ -821,9 +877,20 @@ def cmd_search(args) -> int:
     return 0
 
 
+def _runtime_file(name) -> str | None:
+    """The file a --runtime (or --measured-calibrated) names: calibrated:FILE, or a .json / .toml path; None for a
+    built-in or shipped profile's name."""
+    if not isinstance(name, str) or not name:
+        return None
+    path = name[len("calibrated:"):] if name.startswith("calibrated:") else name
+    return path if os.path.isfile(path) else None
+
+
 def _study_inputs(args) -> list:
-    """The files a sweep reads: model configs, a hardware or host profile, --routing's records."""
-    return [*(args.model or ()), args.hardware, getattr(args, "host", None), getattr(args, "routing", None)]
+    """The files a sweep reads: model configs, a hardware or host profile, --routing's records, the runtime
+    profile."""
+    return [*(args.model or ()), args.hardware, getattr(args, "host", None), getattr(args, "routing", None),
+            _runtime_file(getattr(args, "runtime", None))]
 
 
 def cmd_sweep(args) -> int:
@@ -831,7 +898,8 @@ def cmd_sweep(args) -> int:
     tests = tuple(t.strip() for t in args.tests.split(",") if t.strip())
     out = args.out
     if out is not None and _check_out_file(out, force=args.force, inputs=_study_inputs(args)):
-        os.unlink(out)  # --force: not a records file, replaced rather than resumed from
+        # --force: not a records file, replaced rather than resumed from (a symbolic link's target: the link stays)
+        os.unlink(rec._through_links(out))
     resumable = out if out and out.endswith(".json") else None
     before = _read_before(resumable)
     _say_notes(args)
@@ -845,7 +913,8 @@ def cmd_sweep(args) -> int:
 
 def cmd_calibrate(args) -> int:
     from glmbench.predict import calibrate as cal  # scipy: loaded only for this command
-    _check_profile_out(args.out, args.files, args.force)  # before reading, measuring or fitting
+    _check_profile_out(args.out, args.files, args.force,  # before reading, measuring or fitting
+                       others=[args.model, args.hardware])
     hw = args.hardware
     if hardware.is_host(hw):
         hw = _host_now(f"--hardware {args.hardware}", "`glmbench hardware --save-host FILE.json` fixes one "
@@ -866,9 +935,10 @@ def cmd_calibrate(args) -> int:
     return 0
 
 
-def _check_profile_out(path: str, inputs, force: bool) -> None:
+def _check_profile_out(path: str, inputs, force: bool, others=()) -> None:
     """calibrate --out: the rules of every --out (suffix, folder, no silent overwrite of what is not
-    ours unless --force), checked first; and never one of the command's own input files."""
+    ours unless --force), checked first; and never one of the command's own input files (`inputs`, the
+    measurements; `others`: --model's config or folder, --hardware's profile)."""
     if not path:
         raise UserError("--out is empty; give a file name ending in .json (a runtime profile)")
     if not path.endswith(".json"):
@@ -882,6 +952,10 @@ def _check_profile_out(path: str, inputs, force: bool) -> None:
         if os.path.exists(f) and os.path.samefile(f, path):
             raise UserError(f"--out {path!r} is one of the measurement files it reads; refusing to overwrite "
                             "its own input (give another --out)")
+    f = _input_of(path, others)
+    if f is not None:
+        raise UserError(f"--out {path!r} is one of the files it reads ({f}); refusing to overwrite its own input "
+                        "(give another --out)")
     if force:
         return
     from glmbench.predict import costmodel
@@ -909,7 +983,8 @@ def cmd_truth_table(args) -> int:
     if args.out is not None:
         _check_own_out(args.out, "--out", args.force, kind="a truth table", ours=_is_truth_table,
                        inputs=[*(args.measured or ()), args.measured_hardware, args.measured_model,
-                               args.measured_calibrated], input_dirs=[*(args.host or ()), *(args.llama_bench or ())])
+                               _runtime_file(args.measured_calibrated)],
+                       input_dirs=[*(args.host or ()), *(args.llama_bench or ())])
     extra = []
     for f in args.measured or []:
         prof = costmodel.load_runtime(args.measured_calibrated) if args.measured_calibrated else None
@@ -943,7 +1018,8 @@ def cmd_measure(args) -> int:
     from glmbench import measure  # the measured side needs the C core: imported only for this command
     out = args.out
     if out is not None and _check_out_file(out, force=args.force, inputs=[args.model]):
-        os.unlink(out)  # --force: not a records file, replaced rather than resumed from
+        # --force: not a records file, replaced rather than resumed from (a symbolic link's target: the link stays)
+        os.unlink(rec._through_links(out))
     resumable = out if out and out.endswith(".json") else None
     before = _read_before(resumable)
     if getattr(args, "device", "cpu") == "cuda":  # the GPU path (measure/cuda.py, docs/CUDA.md)

@@ -151,3 +151,22 @@ def test_mean_decode_seconds_is_the_trapezoid_of_decode_steps():
             assert cm._mean_decode_seconds(s, d0, n, B) == want
             sec, step = cm._mean_decode(s, d0, n, B)
             assert sec == want and step.seconds == cm.decode(s, mid, B).seconds
+
+
+def test_the_report_names_a_calibrated_profiles_error_as_its_fit_cross_validated_it(tmp_path):
+    """A profile `glmbench calibrate --base llama.cpp` wrote (a kernel table, so the report prints its error
+    beside the kernel efficiencies) was said to carry a "leave-one-source-out error": its error is leave-one-out
+    over its points, or K-fold (--cv K, above 100 points). The shipped runtime models' stays leave-one-source-out."""
+    import importlib
+    from glmbench.predict import costmodel as cm
+    render = importlib.import_module("glmbench.report.render")    # (glmbench.report.render is also a function)
+    pts = cal.load_points([_points_file(tmp_path / "m.json", n=6)])
+    for cv, label in (("loo", "leave-one-out error"), (3, "3-fold cross-validated error")):
+        path = tmp_path / f"p{cv}.json"
+        cal.write_profile(str(path), cal.calibrate(pts, name="p", base="llama.cpp", cv=cv))
+        rt = cm.load_runtime(f"calibrated:{path}")
+        assert rt.kernels and rt.cv_error is not None
+        text = render._bands_text(rt)
+        assert text.startswith(label), text
+        assert "source" not in text
+    assert render._bands_text(cm.load_runtime("llama.cpp")).startswith("leave-one-source-out")

@@ -331,6 +331,42 @@ def test_one_command_at_a_time_writes_an_out_folder(tmp_path):
     assert not [n for n in os.listdir(out) if n.startswith(".")]     # the folder holds only the command's files
 
 
+@pytest.mark.skipif(not hasattr(os, "fork") or rec.fcntl is None, reason="fork and advisory locks (POSIX)")
+def test_a_killed_command_leaves_no_folder_lock_to_its_forked_workers(tmp_path):
+    """search --workers N forks its pool inside the folder lock: the workers inherited the lock's descriptor, and
+    where the command was killed (kill -9, the OOM killer) its orphaned workers, which wait on their queue for
+    ever, held the lock: every later command into the folder waited for ever ("another glmbench command is
+    writing into this folder"). A forked child holds no copy of the lock; the parent keeps it while it lives."""
+    import fcntl
+    out = tmp_path / "s"
+    script = (
+        "import os, sys, time\n"
+        "from glmbench import cli\n"
+        "with cli._folder_held(sys.argv[1]):\n"
+        "    pid = os.fork()\n"
+        "    if pid == 0:\n"
+        "        time.sleep(120)\n"
+        "        os._exit(0)\n"
+        "    print(pid, flush=True)\n"
+        "    sys.stdin.readline()\n"
+        "    os.kill(os.getpid(), 9)\n")
+    p = subprocess.Popen([sys.executable, "-c", script, str(out)], env=_env(), stdin=subprocess.PIPE,
+                         stdout=subprocess.PIPE, text=True)
+    child = int(p.stdout.readline())
+    fd = os.open(tmp_path / ".s.lock", os.O_RDWR)
+    try:
+        with pytest.raises(BlockingIOError):       # the command, alive, holds it
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        p.stdin.write("\n")
+        p.stdin.flush()
+        p.wait(timeout=60)
+        assert p.returncode == -9
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)   # its orphaned child (still alive) does not
+    finally:
+        os.close(fd)
+        os.kill(child, 9)
+
+
 def test_a_failed_report_leaves_no_folder_it_made(capsys, tmp_path, monkeypatch):
     from glmbench import report
 
@@ -424,6 +460,114 @@ def test_sweep_and_measure_never_write_over_a_file_they_read(capsys, tmp_path):
     assert rec.read_records(other)[0]["n_depth"] == 1024
 
 
+def test_no_command_writes_over_a_file_of_a_model_folder_it_reads(capsys, tmp_path):
+    """A model given as an HF folder (--model mf, measure mf, --measured-model mf): `--out mf/config.json --force`
+    deleted the folder's config.json (sweep: after reading it; the sweep then failed, 'folder holds no
+    config.json') or wrote a truth table over it. The files of a model folder are inputs as a model file is."""
+    shipped = os.path.join(os.path.dirname(cli.__file__), "data", "models", "qwen3-32b.json")
+    mf = tmp_path / "mf"
+    mf.mkdir()
+    cfg = mf / "config.json"
+    cfg.write_bytes(open(shipped, "rb").read())
+    before = cfg.read_bytes()
+    for argv in (["sweep", "--model", str(mf), "--depths", "1K", "--tests", "tg", "-q", "--out", str(cfg), "--force"],
+                 ["measure", str(mf), "-q", "--out", str(cfg), "--force"],
+                 ["truth-table", "--measured-model", str(mf), "-q", "--out", str(cfg), "--force"]):
+        rc, _, err = run(capsys, *argv)
+        assert "one of the files it reads" in one_line_error(rc, err), argv
+        assert cfg.read_bytes() == before, argv
+    # records written into the model's folder, as any other file, are resumed from (they are no model file)
+    held = []
+    for _ in range(2):
+        rc, _, err = run(capsys, "sweep", "--model", str(mf), "--depths", "1K", "--tests", "tg", "-q",
+                         "--out", str(mf / "s.json"))
+        assert rc == 0, err
+        held.append(rec.read_records(mf / "s.json"))
+    assert held[0] == held[1] and {r["n_depth"] for r in held[0]} == {1024}
+
+
+def test_calibrate_never_writes_over_its_model_or_hardware_file(capsys, tmp_path):
+    """calibrate --out refused only its measurement files: `--model cfg.json --out cfg.json --force` (or
+    --hardware card.json, or a model folder's config.json) replaced the model config / hardware profile it had
+    read with a runtime profile. Every file it reads is refused, --force or not (README: no command writes over
+    one of the files it reads)."""
+    from glmbench.predict import hardware
+    shipped = os.path.join(os.path.dirname(cli.__file__), "data", "measured", "llama-cpp-1x3090.json")
+    m = tmp_path / "m.json"
+    m.write_bytes(open(shipped, "rb").read())
+    cfg = tmp_path / "glm.json"
+    cfg.write_bytes(open(os.path.join(os.path.dirname(cli.__file__), "data", "models", "glm-4.7-flash.json"), "rb").read())
+    card = tmp_path / "card.json"
+    card.write_text(json.dumps(hardware.profile_to_dict(hardware.get_gpu("rtx-3090")), indent=1))
+    mf = tmp_path / "mf"
+    mf.mkdir()
+    (mf / "config.json").write_bytes(cfg.read_bytes())
+    for opt, val, out in (("--model", cfg, cfg), ("--hardware", card, card), ("--model", mf, mf / "config.json")):
+        before = out.read_bytes()
+        rc, _, err = run(capsys, "calibrate", str(m), opt, str(val), "-q", "--out", str(out), "--force")
+        assert "one of the files it reads" in one_line_error(rc, err), opt
+        assert out.read_bytes() == before
+    rc, _, err = run(capsys, "calibrate", str(m), "--model", str(cfg), "--hardware", str(card), "-q",
+                     "--out", str(tmp_path / "p.json"))
+    assert rc == 0, err
+
+
+def test_trace_never_writes_over_the_trace_it_replays(capsys, tmp_path):
+    """`glmbench trace d/trace.json --out d` (a JSON-lines trace named trace.json, read as one) replaced the trace
+    with the replay's own trace.json; report --trace did the same. The files the command writes into --out are
+    never the trace it reads."""
+    d = tmp_path / "d"
+    d.mkdir()
+    t = d / "trace.json"
+    t.write_text("".join(json.dumps({"timestamp": i * 500, "input_length": 512 + 64 * i, "output_length": 8 + i}) + "\n"
+                         for i in range(12)))
+    before = t.read_bytes()
+    for argv in (["trace", str(t), "-q", "--out", str(d)],
+                 ["report", "--model", "glm-4.7-flash", "--cards", "1", "--depths", "1K", "--concurrency", "1", "-q",
+                  "--trace", str(t), "--out", str(d)]):
+        rc, _, err = run(capsys, *argv)
+        assert "refusing to modify its own input" in one_line_error(rc, err), argv
+        assert t.read_bytes() == before and os.listdir(d) == ["trace.json"]
+    rc, _, err = run(capsys, "trace", str(t), "-q", "--out", str(tmp_path / "elsewhere"))
+    assert rc == 0, err
+    assert t.read_bytes() == before and (tmp_path / "elsewhere" / "trace.json").exists()
+
+
+def test_sweep_never_writes_over_the_runtime_profile_it_reads(capsys, tmp_path):
+    """`sweep --runtime calibrated:p.json --out p.json --force` replaced the calibrated profile it priced with by
+    the records (as truth-table --measured-calibrated p.json --out p.json --force wrote its table there): the
+    runtime profile is one of the files it reads."""
+    shipped = os.path.join(os.path.dirname(cli.__file__), "data", "measured", "llama-cpp-1x3090.json")
+    prof = tmp_path / "p.json"
+    rc, _, err = run(capsys, "calibrate", shipped, "-q", "--out", str(prof))
+    assert rc == 0, err
+    before = prof.read_bytes()
+    for argv in ([*SWEEP, "--depths", "1K", "--runtime", f"calibrated:{prof}", "--out", str(prof), "--force"],
+                 [*SWEEP, "--depths", "1K", "--runtime", str(prof), "--out", str(prof), "--force"],
+                 ["truth-table", "--measured-calibrated", f"calibrated:{prof}", "-q", "--out", str(prof), "--force"]):
+        rc, _, err = run(capsys, *argv)
+        assert "one of the files it reads" in one_line_error(rc, err), argv
+        assert prof.read_bytes() == before
+    rc, _, err = run(capsys, *SWEEP, "--depths", "1K", "--runtime", f"calibrated:{prof}", "--out", str(tmp_path / "s.json"))
+    assert rc == 0, err
+    assert rec.read_records(tmp_path / "s.json")[0]["evidence"] == "calibrated"
+
+
+@pytest.mark.skipif(not hasattr(os, "symlink"), reason="symbolic links")
+def test_force_replaces_the_file_a_symlinked_out_leads_to(capsys, tmp_path):
+    """`--out link.json --force` over a link to a file that is no records file removed the link and wrote a plain
+    file in its place (the target kept its old text): an output that is a symbolic link is written through it,
+    the link stays (README), --force or not."""
+    target = tmp_path / "real.json"
+    target.write_text("{}")
+    link = tmp_path / "link.json"
+    os.symlink(target, link)
+    rc, _, err = run(capsys, *SWEEP, "--depths", "1K", "--out", str(link), "--force")
+    assert rc == 0, err
+    assert os.path.islink(link) and os.path.samefile(link, target)
+    assert rec.read_records(target)[0]["n_depth"] == 1024
+
+
 def test_report_never_rewrites_a_measured_file_it_reads(capsys, tmp_path):
     """report --measured rep/records.json --out rep rewrote its input with the study's predictions added;
     each rerun read those back as measured records, the file growing by the study each time."""
@@ -437,6 +581,23 @@ def test_report_never_rewrites_a_measured_file_it_reads(capsys, tmp_path):
                      "-q", "--measured", str(m), "--out", str(rep))
     assert "which the report rewrites" in one_line_error(rc, err)
     assert m.read_bytes() == before and os.listdir(rep) == ["records.json"]
+
+
+def test_report_reads_a_measured_file_it_does_not_write_in_its_out_folder(capsys, tmp_path):
+    """The refusal above is for the files the report writes (records.json / .csv, ...): a measurement kept in
+    the report's folder under a name of its own (rep/lab.json) is read and left as it is (it was refused)."""
+    rep = tmp_path / "rep"
+    rep.mkdir()
+    shipped = os.path.join(os.path.dirname(cli.__file__), "data", "measured", "llama-cpp-1x3090.json")
+    m = rep / "lab.json"
+    m.write_bytes(open(shipped, "rb").read())
+    before = m.read_bytes()
+    rc, _, err = run(capsys, "report", "--model", "glm-4.7-flash", "--cards", "1", "--depths", "1K", "--concurrency", "1",
+                     "-q", "--measured", str(m), "--out", str(rep))
+    assert rc == 0, err
+    assert m.read_bytes() == before
+    n_measured = len(rec.read_records(m))
+    assert sum(r.get("evidence") == "measured" for r in rec.read_records(rep / "records.json")) == n_measured > 0
 
 
 def test_a_file_named_like_an_option_gets_a_hint(capsys, tmp_path, monkeypatch):

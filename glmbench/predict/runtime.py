@@ -235,6 +235,17 @@ class RuntimeProfile:
         return None
 
     @property
+    def cv_label(self) -> str:
+        """What cv_error is: a runtime model's public fit (cv_bands, loso_mape_*) "leave-one-source-out"; a profile
+        `glmbench calibrate` fitted "leave-one-out" over its points, or "K-fold cross-validated" where its
+        calibration says cv_folds (above 100 points, or --cv K)."""
+        c = self.calibration or {}
+        if c.get("cv_bands") or "loso_mape_decode" in c:
+            return "leave-one-source-out"
+        k = c.get("cv_folds")
+        return f"{k}-fold cross-validated" if isinstance(k, int) and not isinstance(k, bool) else "leave-one-out"
+
+    @property
     def cv_error(self):
         """The cross-validated (leave-one-out, or k-fold where `calibration` says cv_folds) mean absolute
         percentage error of a calibrated profile (a fraction),

@@ -400,10 +400,11 @@ def _physics_error(name: str) -> str:
 
 def _bands_text(rt) -> str:
     """A runtime model's cross-validated bands in words: per test, and per model class where its
-    public fit kept them (cv_bands), else its one leave-one-out error."""
+    public fit kept them (cv_bands), else its one error (rt.cv_label: leave-one-out or k-fold for a profile
+    glmbench calibrate fitted)."""
     b = (rt.calibration or {}).get("cv_bands")
     if not b:
-        return f"leave-one-source-out error ±{100 * rt.cv_error:.0f}% (the band of its records)"
+        return f"{rt.cv_label} error ±{100 * rt.cv_error:.0f}% (the band of its records)"
     def pct(v):
         return "–" if v is None else f"±{100 * v:.0f}%"
     parts = [f"{cls} models decode {pct(b['decode'].get(cls))} / prefill {pct(b['prefill'].get(cls))}"
