@@ -417,6 +417,30 @@ def test_gzipped_inputs_are_named_as_such(capsys, tmp_path):
     assert "gzip-compressed" in one_line_error(rc, err)
 
 
+@pytest.mark.parametrize("name", ["t.csv", "t.jsonl", "trace"])
+def test_a_gzipped_trace_without_gz_in_its_name_is_named_as_such(capsys, tmp_path, name):
+    """A trace gzip-compressed under a plain name (t.csv, t.jsonl) said "not a text file (not UTF-8 at
+    byte 1)" and one with no suffix that traces end in .jsonl or .csv; the gzip bytes 1f 8b say it."""
+    import gzip
+    tr = tmp_path / name
+    tr.write_bytes(gzip.compress(b"arrival_s,prompt_tokens,output_tokens\n0,10,3\n"))
+    rc, _, err = run(capsys, "trace", str(tr), "-q")
+    msg = one_line_error(rc, err)
+    assert "gzip-compressed" in msg and "gunzip" in msg and "not UTF-8" not in msg
+
+
+def test_a_gzipped_records_file_without_gz_in_its_name_is_named_as_such(tmp_path):
+    """read_records of a gzip-compressed r.json said "not UTF-8 text (byte 1: invalid start byte)"."""
+    import gzip
+    r = tmp_path / "r.json"
+    r.write_bytes(gzip.compress(b'[{"test": "tg", "avg_ts": 1.0}]'))
+    with pytest.raises(ValueError, match="gzip-compressed.*gunzip"):
+        rec.read_records(r)
+    r.write_bytes(b'[{"test": "tg"}]\xff')          # other bytes that are not UTF-8 still say so
+    with pytest.raises(ValueError, match="not UTF-8"):
+        rec.read_records(r)
+
+
 def test_a_failed_write_names_the_file(capsys, tmp_path, monkeypatch):
     """A full disk (ENOSPC at write or fsync) ended `glmbench sweep` with "error: glmbench sweep: No space
     left on device", naming no file; the old file stays whole and no temp file is left."""

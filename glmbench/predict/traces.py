@@ -153,6 +153,10 @@ def read(path, name: str | None = None) -> Trace:
     if path.endswith(".gz") and path[:-3].endswith((".jsonl", ".json", ".csv")):
         raise ValueError(f"{path}: gzip-compressed; decompress it first (gunzip -k {os.path.basename(path)}) and "
                          "give the .jsonl or .csv")
+    if _gzip_magic(path):   # gzip-compressed under a name that does not say so (t.csv, trace.jsonl)
+        raise ValueError(f"{path}: gzip-compressed (it starts with the gzip bytes 1f 8b); decompress it first "
+                         f"(gunzip -c {os.path.basename(path)} > plain.{'csv' if path.endswith('.csv') else 'jsonl'}) "
+                         "and give the .jsonl or .csv")
     if not path.endswith((".jsonl", ".json", ".csv")):
         raise ValueError(f"{path}: trace files end in .jsonl (Mooncake or plain) or .csv (Azure, BurstGPT or plain)")
     # utf-8-sig: a byte-order mark (spreadsheet exports write one) is not part of the first field
@@ -168,6 +172,18 @@ def read(path, name: str | None = None) -> Trace:
         raise ValueError(f"{path}:{lineno}: not a text file (not UTF-8 at byte {pos}); expected a .jsonl or .csv "
                          "trace") from None
     raise ValueError(f"{path}: trace files end in .jsonl (Mooncake or plain) or .csv (Azure, BurstGPT or plain)")
+
+
+def _gzip_magic(path) -> bool:
+    """Whether a regular file starts with the gzip magic bytes 1f 8b (a pipe is not peeked at: its bytes
+    would be gone; a file that cannot be opened is left to the reader's own error)."""
+    if not os.path.isfile(path):
+        return False
+    try:
+        with open(path, "rb") as f:
+            return f.read(2) == b"\x1f\x8b"
+    except OSError:
+        return False
 
 
 def _first_bad_utf8(path):

@@ -338,6 +338,17 @@ def _parse_cell(s: str):
     return s
 
 
+def _starts_gzip(p) -> bool:
+    """Whether the regular file p starts with the gzip magic bytes 1f 8b (a pipe is not read again)."""
+    try:
+        if not os.path.isfile(p):
+            return False
+        with open(p, "rb") as f:
+            return f.read(2) == b"\x1f\x8b"
+    except OSError:
+        return False
+
+
 def read_records(path: str | os.PathLike) -> list[dict]:
     """Read a .csv or .json records file written by write_records (or by hand; a byte-order mark, as
     spreadsheets write before the header, is not part of the first field)."""
@@ -346,6 +357,9 @@ def read_records(path: str | os.PathLike) -> list[dict]:
         with open(p, encoding="utf-8-sig", newline="") as f:
             text = f.read()
     except UnicodeDecodeError as e:
+        if _starts_gzip(p):
+            raise ValueError(f"{p}: gzip-compressed (it starts with the gzip bytes 1f 8b); decompress it first "
+                             f"(gunzip -c {os.path.basename(p)} > plain{os.path.splitext(p)[1] or '.json'})") from None
         raise ValueError(f"{p}: not UTF-8 text (byte {e.start}: {e.reason})") from None
     if not p.endswith((".json", ".csv")):
         raise ValueError(f"`path` must end in .csv or .json, got {p!r}")
