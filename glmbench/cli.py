@@ -914,7 +914,7 @@ def cmd_sweep(args) -> int:
 def cmd_calibrate(args) -> int:
     from glmbench.predict import calibrate as cal  # scipy: loaded only for this command
     _check_profile_out(args.out, args.files, args.force,  # before reading, measuring or fitting
-                       others=[args.model, args.hardware])
+                       others=[args.model, args.hardware, _runtime_file(args.base)])
     hw = args.hardware
     if hardware.is_host(hw):
         hw = _host_now(f"--hardware {args.hardware}", "`glmbench hardware --save-host FILE.json` fixes one "
@@ -938,7 +938,7 @@ def cmd_calibrate(args) -> int:
 def _check_profile_out(path: str, inputs, force: bool, others=()) -> None:
     """calibrate --out: the rules of every --out (suffix, folder, no silent overwrite of what is not
     ours unless --force), checked first; and never one of the command's own input files (`inputs`, the
-    measurements; `others`: --model's config or folder, --hardware's profile)."""
+    measurements; `others`: --model's config or folder, --hardware's profile, --base's profile file)."""
     if not path:
         raise UserError("--out is empty; give a file name ending in .json (a runtime profile)")
     if not path.endswith(".json"):

@@ -536,6 +536,28 @@ def test_calibrate_never_writes_over_its_model_or_hardware_file(capsys, tmp_path
     assert rc == 0, err
 
 
+def test_calibrate_never_writes_its_refit_over_the_base_profile_it_reads(capsys, tmp_path):
+    """`calibrate m.json --base p.json --out p.json` (a refit from a calibrated profile written back into it) replaced
+    the profile it started from, --force or not (the file is a runtime profile glmbench wrote, so no --force was
+    asked for); --base calibrated:p.json likewise. The --base file is one of the files calibrate reads."""
+    shipped = os.path.join(os.path.dirname(cli.__file__), "data", "measured", "llama-cpp-1x3090.json")
+    m = tmp_path / "m.json"
+    m.write_bytes(open(shipped, "rb").read())
+    p = tmp_path / "p.json"
+    rc, _, err = run(capsys, "calibrate", str(m), "-q", "--out", str(p))
+    assert rc == 0, err
+    before = p.read_bytes()
+    for base in (str(p), f"calibrated:{p}"):
+        for force in ((), ("--force",)):
+            rc, _, err = run(capsys, "calibrate", str(m), "--base", base, "-q", "--out", str(p), *force)
+            assert "one of the files it reads" in one_line_error(rc, err), (base, force)
+            assert p.read_bytes() == before, (base, force)
+    # a refit from p.json into another file is written
+    rc, _, err = run(capsys, "calibrate", str(m), "--base", f"calibrated:{p}", "-q", "--out", str(tmp_path / "q.json"))
+    assert rc == 0, err
+    assert (tmp_path / "q.json").exists() and p.read_bytes() == before
+
+
 def test_trace_never_writes_over_the_trace_it_replays(capsys, tmp_path):
     """`glmbench trace d/trace.json --out d` (a JSON-lines trace named trace.json, read as one) replaced the trace
     with the replay's own trace.json; report --trace did the same. The files the command writes into --out are
