@@ -879,3 +879,60 @@ def test_gpt_oss_file_predicts_and_measures(tmp, capsys):
     recs = _measure(capsys, files["q8_0"], out, "--depths", "16", "--n-prompt", "8", "--n-gen", "3", "--repeats", "1")
     assert {r["test"] for r in recs} >= {"pp", "tg"}
     assert all(r["weights"] == "q8_0" and r["avg_ts"] > 0 for r in recs if r["test"] in ("pp", "tg"))
+
+
+def test_qwen3_vl_moe_files_run_and_a_transposed_conversion_is_named(tmp_path):
+    """Qwen3-VL-MoE (llama.cpp's qwen3vlmoe: the text model's tensors). conversion/qwen3vl.py takes the experts as
+    the released checkpoints hold them (gate_up_proj [E, D, 2F], down_proj [E, F, D]) and transposes them; a folder
+    saved by transformers 5.25 holds its model's [E, 2F, D] / [E, D, F], so the converter writes ffn_down_exps
+    transposed (gate / up split on the wrong axis): a file llama.cpp's loader refuses (wrong shape), and glmbench
+    said only "expert shape mismatch". It now says why. The released layout's file loads and matches HF's
+    logits; so does the released-layout folder itself (glmbench refused it: transformers transposes the experts
+    on loading, conversion_mapping's Transpose(1, 2, check_dims=True), as glmbench now does); and either folder ran
+    with Qwen3-MoE's default norm_topk_prob False where HF's Qwen3VLMoeTextTopKRouter always renormalizes (logits
+    6% off)."""
+    import torch
+    import transformers
+    from safetensors.torch import load_file, save_file
+    from test_vl_wrappers import WRAPPERS
+    kw = json.loads(json.dumps(WRAPPERS["qwen3_vl_moe"][0]))
+    kw["text_config"]["moe_intermediate_size"] = 24          # 2F = 48, not D = 32: every layout is told apart
+    cfg = transformers.AutoConfig.for_model("qwen3_vl_moe", **kw)
+    cfg._attn_implementation = cfg.text_config._attn_implementation = "eager"
+    torch.manual_seed(0)
+    hf = transformers.Qwen3VLMoeForConditionalGeneration(cfg).eval()
+    with torch.no_grad():
+        for p in hf.parameters():
+            p.normal_(0, 0.3)
+    saved = lc.save_hf(hf, cfg, tmp_path / "saved")               # transformers 5.25's own layout
+    released = lc.save_hf(hf, cfg, tmp_path / "released")
+    sd = load_file(os.path.join(released, "model.safetensors"))
+    for k in sd:
+        if k.endswith(("mlp.experts.gate_up_proj", "mlp.experts.down_proj")):
+            sd[k] = sd[k].transpose(1, 2).contiguous()
+    save_file(sd, os.path.join(released, "model.safetensors"), metadata={"format": "pt"})
+    f_saved, f_released = lc.convert_folders([(saved, tmp_path / "saved.gguf", "f16", None),
+                                              (released, tmp_path / "released.gguf", "f16", None)])
+    with pytest.raises(gguf_file.GGUFError) as e:
+        configs.load(f_saved)
+    msg = str(e.value)
+    assert "_exps.weight" in msg and "experts are transposed" in msg and "transformers 5.x" in msg
+    assert "llama.cpp's qwen3vlmoe loader refuses the file too" in msg
+    prompt = [3, 17, 42, 5, 9, 1, 7]                            # (the vocabulary is 96 tokens)
+    _run = lambda m: [m.prefill(np.array(prompt))] + [m.decode(t) for t in STEPS]
+    want = hf_logits(hf, prompt, STEPS)
+    for folder in (saved, released):      # both layouts of the folder run
+        m = checkpoint.load_model(folder, kv="f32", max_context=32)
+        errs = [rel_err(a, b) for a, b in zip(_run(m), want)]
+        assert max(errs) < RTOL, (folder, errs)
+    c = configs.load(f_released)
+    assert c.model_type == "qwen3_moe" and c.n_routed_experts == 4 and c.moe_intermediate_size == 24
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", gguf_file.GGUFNotice)
+        m = checkpoint.load_model(f_released, kv="f32", max_context=32)
+    with torch.no_grad():                 # HF with the file's f16 matrices (the router stays f32 in the file)
+        for n, p in hf.named_parameters():
+            if p.ndim >= 2 and not n.endswith("mlp.gate.weight"):
+                p.copy_(p.half().float())
+    errs = [rel_err(a, b) for a, b in zip(_run(m), hf_logits(hf, prompt, STEPS))]
+    assert max(errs) < RTOL, errs

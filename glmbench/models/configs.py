@@ -343,7 +343,10 @@ _WRAPPER_FLAT = ("qwen2_vl", "qwen2_5_vl")
 # builds q / k / v with a bias and hidden / heads wide heads whatever the config says (Glm4vTextConfig has neither
 # field): "=" forces the value
 _WRAPPER_TEXT_FIELDS = {"glm4v_moe": {"attention_bias": True, "head_dim": "hidden / heads"},
-                        "glm4v": {"=attention_bias": True, "=head_dim": "hidden / heads"}}
+                        "glm4v": {"=attention_bias": True, "=head_dim": "hidden / heads"},
+                        # Qwen3VLMoeTextTopKRouter renormalizes the top-k weights always (its config has no
+                        # norm_topk_prob, whatever the file states; Qwen3-MoE's own default is False)
+                        "qwen3_vl_moe": {"=norm_topk_prob": True}}
 # wrappers glmbench does not price, and what they lack
 _WRAPPERS_REFUSED = {
     "mllama": "Llama 3.2 Vision's text model (MllamaTextModel) interleaves cross-attention layers "

@@ -2578,6 +2578,18 @@ def expected_gguf_tensors(g: GGUFFile, shapes: dict, n_layers: int, *, expert_ro
                 hf.endswith(".linear_attn.norm.weight") and (arch in MAMBA_ARCHITECTURES or arch in PARALLEL_ARCHITECTURES)
                 and len(shape) == 1
                 and len(fs) == 2 and fs[0] * fs[1] == shape[0]):
+            if g.vision_architecture == "qwen3vlmoe" and ".mlp.experts." in hf and len(shape) == 3 and \
+                    fs in ((shape[0], shape[2], shape[1]), (shape[0], shape[2] // 2, 2 * shape[1])):
+                # conversion/qwen3vl.py Qwen3VLMoeTextModel takes the experts as the released checkpoints hold them
+                # (gate_up_proj [E, D, 2F], down_proj [E, F, D]) and transposes them; a folder saved by transformers
+                # 5.x holds them as its model does ([E, 2F, D], [E, D, F]), so the file's experts come out transposed
+                # (and gate / up split on the wrong axis). llama.cpp's qwen3vlmoe loader refuses the file too.
+                raise GGUFError(f"{g.path}: tensor {name!r} has shape {fs}, the config ({hf!r}) expects "
+                                f"{tuple(shape)}: the experts are transposed, as llama.cpp's converter writes them from "
+                                f"a Qwen3-VL-MoE folder saved by transformers 5.x (experts.gate_up_proj [E, 2F, D], not "
+                                f"the released checkpoints' [E, D, 2F]); llama.cpp's qwen3vlmoe loader refuses the file "
+                                f"too. Convert the released checkpoint (or transpose the folder's experts.gate_up_proj "
+                                f"and experts.down_proj back to [E, D, 2F] / [E, F, D] first)")
             raise GGUFError(f"{g.path}: tensor {name!r} has shape {tuple(ts[name].shape)}, the config "
                             f"({hf!r}) expects {tuple(shape)}")
         out[hf] = (name,)

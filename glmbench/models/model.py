@@ -1046,9 +1046,18 @@ def _layer_from_hf(cfg, index: int, kind: str, src: Mapping, fmt: str) -> Layer:
                        _EXPERTS[2] + "_bias": get("mlp.experts.down_proj_bias"),
                        "mlp.gate.weight": get("mlp.router.weight"), "mlp.gate.bias": get("mlp.router.bias")}
         elif p + "mlp.experts.gate_up_proj" in src:  # transformers 5.x: gate and up fused on the rows
-            gu = get("mlp.experts.gate_up_proj")
+            gu, down = get("mlp.experts.gate_up_proj"), get("mlp.experts.down_proj")
+            if getattr(cfg, "wrapper", None) == "qwen3_vl_moe":
+                # the released Qwen3-VL-MoE checkpoints hold gate_up_proj [E, D, 2F] and down_proj [E, F, D];
+                # transformers 5.x transposes each on loading where its shape is not the model's
+                # (conversion_mapping's Transpose(1, 2, check_dims=True)), as here
+                D = cfg.hidden_size
+                if gu.shape == (E, D, 2 * F) != (E, 2 * F, D):
+                    gu = gu.transpose(0, 2, 1)
+                if down.shape == (E, F, D) != (E, D, F):
+                    down = down.transpose(0, 2, 1)
             _expect(gu, (E, 2 * F, cfg.hidden_size), p + "mlp.experts.gate_up_proj")
-            experts = {_EXPERTS[0]: gu[:, :F], _EXPERTS[1]: gu[:, F:], _EXPERTS[2]: get("mlp.experts.down_proj")}
+            experts = {_EXPERTS[0]: gu[:, :F], _EXPERTS[1]: gu[:, F:], _EXPERTS[2]: down}
         elif p + "mlp.experts.gate_proj" in src:   # already stacked (ModelConfig.tensor_shapes names)
             experts = {n: get(n) for n in _EXPERTS}
         elif not cfg.mlp_gated and p + "mlp.experts.up_proj" in src:   # Nemotron-H's ungated experts
