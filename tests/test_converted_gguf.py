@@ -936,3 +936,43 @@ def test_qwen3_vl_moe_files_run_and_a_transposed_conversion_is_named(tmp_path):
                 p.copy_(p.half().float())
     errs = [rel_err(a, b) for a, b in zip(_run(m), hf_logits(hf, prompt, STEPS))]
     assert max(errs) < RTOL, errs
+
+
+def test_deepseek_v32_file_without_expert_gating_func_is_refused_as_llama_cpp_does(tmp_path):
+    """DeepSeek-V3.2 (llama.cpp's deepseek32). The converter writes expert_gating_func only from config.json's
+    scoring_func, which transformers' DeepseekV32Config does not save; llama.cpp's deepseek32 loader reads the key
+    with get_key and no default (required: "key not found in model"), so such a file loads in neither. glmbench said
+    only "deepseek32 needs it"; it now says llama.cpp refuses the file too and what to add. The folder with the released
+    config's scoring_func "sigmoid" converts to a file priced as the folder is."""
+    import shutil
+    import torch
+    import transformers
+    from test_gguf_dsa import TINY as DSA
+    from glmbench.predict import costmodel as cm
+    cfg = transformers.DeepseekV32Config(**DSA)
+    torch.manual_seed(0)
+    saved = lc.save_hf(transformers.DeepseekV32ForCausalLM(cfg).eval(), cfg, tmp_path / "saved")
+    released = str(tmp_path / "released")
+    shutil.copytree(saved, released)
+    with open(os.path.join(released, "config.json")) as f:
+        d = json.load(f)
+    assert "scoring_func" not in d
+    with open(os.path.join(released, "config.json"), "w") as f:
+        json.dump(dict(d, scoring_func="sigmoid"), f)
+    f_saved, f_released = lc.convert_folders([(saved, tmp_path / "saved.gguf", "f16", None),
+                                              (released, tmp_path / "released.gguf", "f16", None)])
+    assert "deepseek32.expert_gating_func" not in gguf_file.read(f_saved).metadata
+    with pytest.raises(gguf_file.GGUFError) as e:
+        configs.load(f_saved)
+    msg = str(e.value)
+    assert "'deepseek32.expert_gating_func' is missing" in msg and "refuses the file too" in msg
+    assert "scoring_func" in msg and "sigmoid" in msg
+    assert gguf_file.read(f_released).metadata["deepseek32.expert_gating_func"] == 2
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", gguf_file.GGUFNotice)
+        c = configs.load(f_released)
+    want = configs.load(released)
+    assert c.model_type == want.model_type == "deepseek_v32"
+    assert c.total_params() == want.total_params()
+    assert c.kv_bytes_per_token("f16") == want.kv_bytes_per_token("f16")
+    assert cm.decode(cm.Setup(c, "rtx-3090", runtime="llama.cpp"), 1024).seconds > 0

@@ -671,8 +671,16 @@ def hf_config(g: GGUFFile) -> dict:
             qk, Dv = m("attention.key_length_mla"), m("attention.value_length_mla", required=True)
         else:
             qk, Dv = m("attention.key_length", required=True), m("attention.value_length", required=True)
-        # (deepseek32's loader requires the key; glm-dsa's takes sigmoid where it is unset)
-        gating = m("expert_gating_func", required=arch == "deepseek32")
+        # (deepseek32's loader requires the key, llama.cpp's get_key without a default: "key not found in model";
+        # glm-dsa's takes sigmoid where it is unset)
+        gating = m("expert_gating_func")
+        if gating is None and arch == "deepseek32":
+            # the converter writes it only from config.json's scoring_func (conversion/base.py), which DeepSeek-V3.2's
+            # released config states ("sigmoid") and transformers' DeepseekV32Config does not save
+            raise GGUFError(f"{g.path}: metadata 'deepseek32.expert_gating_func' is missing; llama.cpp's deepseek32 "
+                            f"loader requires it (it refuses the file too: 'key not found in model'). The converter "
+                            f"writes it only where config.json states scoring_func (DeepSeek-V3.2's: \"sigmoid\"; a "
+                            f"config saved by transformers' DeepseekV32Config has none): add it and convert again")
         if gating in (None, 0) and arch in DSA_ARCHITECTURES:
             gating = 2
         if gating in (None, 0):   # 0 is llama.cpp's LLAMA_EXPERT_GATING_FUNC_TYPE_NONE: unset, as missing
