@@ -614,17 +614,24 @@ def test_force_replaces_the_file_a_symlinked_out_leads_to(capsys, tmp_path):
     assert rec.read_records(target)[0]["n_depth"] == 1024
 
 
-def test_report_never_rewrites_a_measured_file_it_reads(capsys, tmp_path):
-    """report --measured rep/records.json --out rep rewrote its input with the study's predictions added;
-    each rerun read those back as measured records, the file growing by the study each time."""
+def _report_with_measured_in_its_folder(capsys, tmp_path, name):
+    """report --measured rep/NAME --out rep, NAME a copy of a shipped measurement file:
+    (rep, the file, its bytes before, rc, stderr)."""
     rep = tmp_path / "rep"
     rep.mkdir()
     shipped = os.path.join(os.path.dirname(cli.__file__), "data", "measured", "llama-cpp-1x3090.json")
-    m = rep / "records.json"
+    m = rep / name
     m.write_bytes(open(shipped, "rb").read())
     before = m.read_bytes()
     rc, _, err = run(capsys, "report", "--model", "glm-4.7-flash", "--cards", "1", "--depths", "1K", "--concurrency", "1",
                      "-q", "--measured", str(m), "--out", str(rep))
+    return rep, m, before, rc, err
+
+
+def test_report_never_rewrites_a_measured_file_it_reads(capsys, tmp_path):
+    """report --measured rep/records.json --out rep rewrote its input with the study's predictions added;
+    each rerun read those back as measured records, the file growing by the study each time."""
+    rep, m, before, rc, err = _report_with_measured_in_its_folder(capsys, tmp_path, "records.json")
     assert "which the report rewrites" in one_line_error(rc, err)
     assert m.read_bytes() == before and os.listdir(rep) == ["records.json"]
 
@@ -632,14 +639,7 @@ def test_report_never_rewrites_a_measured_file_it_reads(capsys, tmp_path):
 def test_report_reads_a_measured_file_it_does_not_write_in_its_out_folder(capsys, tmp_path):
     """The refusal above is for the files the report writes (records.json / .csv, ...): a measurement kept in
     the report's folder under a name of its own (rep/lab.json) is read and left as it is (it was refused)."""
-    rep = tmp_path / "rep"
-    rep.mkdir()
-    shipped = os.path.join(os.path.dirname(cli.__file__), "data", "measured", "llama-cpp-1x3090.json")
-    m = rep / "lab.json"
-    m.write_bytes(open(shipped, "rb").read())
-    before = m.read_bytes()
-    rc, _, err = run(capsys, "report", "--model", "glm-4.7-flash", "--cards", "1", "--depths", "1K", "--concurrency", "1",
-                     "-q", "--measured", str(m), "--out", str(rep))
+    rep, m, before, rc, err = _report_with_measured_in_its_folder(capsys, tmp_path, "lab.json")
     assert rc == 0, err
     assert m.read_bytes() == before
     n_measured = len(rec.read_records(m))
