@@ -248,6 +248,52 @@ def test_every_evaluation_failing_says_why():
     assert "every evaluation failed" in text and "beyond the replay clock" in text
 
 
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="prctl(PR_SET_PDEATHSIG) is Linux's")
+def test_pool_workers_end_with_a_killed_search(tmp_path):
+    """A search killed with kill -9 (or by the OOM killer) left its pool's workers waiting on their queue for
+    ever (siblings hold the pipe open: no EOF); each now ends with the command (PR_SET_PDEATHSIG)."""
+    import subprocess
+    pids = tmp_path / "pids"
+    pids.mkdir()
+    script = (
+        "import os, sys, time\n"
+        "from glmbench.predict import search as sr, traces\n"
+        "def hook(key, setup):\n"
+        "    open(os.path.join(sys.argv[1], str(os.getpid())), 'w').close()\n"
+        "    time.sleep(600)\n"
+        "tr = sr._first(traces.load('azure-conv-2023'), 20)\n"
+        "obj = sr.Objective(ttft_slo_s=2.0, tpot_slo_s=0.1, max_rate=False)\n"
+        "sr.search(tr, obj, workers=2, hook=hook, models=['glm-4.7-flash', 'qwen3-32b'], gpus=['rtx-3090'],\n"
+        "          cards=(1,), weights=('q4_K',), kv=('f16',))\n")
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
+    p = subprocess.Popen([sys.executable, "-c", script, str(pids)], env=env)
+    try:
+        t0 = time.time()
+        while len(os.listdir(pids)) < 2 and time.time() - t0 < 120 and p.poll() is None:
+            time.sleep(0.1)
+        workers = [int(n) for n in os.listdir(pids)]
+        assert len(workers) == 2, (workers, p.poll())
+        for w in workers:
+            os.kill(w, 0)                           # alive, in their task
+    finally:
+        p.kill()
+        p.wait(timeout=60)
+
+    def alive(pid):
+        try:
+            with open(f"/proc/{pid}/stat") as f:
+                return f.read().split(")")[-1].split()[0] != "Z"    # a zombie has ended
+        except FileNotFoundError:
+            return False
+    t0 = time.time()
+    while any(alive(w) for w in workers) and time.time() - t0 < 30:
+        time.sleep(0.1)
+    left = [w for w in workers if alive(w)]
+    for w in left:
+        os.kill(w, signal.SIGKILL)
+    assert not left, f"pool workers {left} outlived their killed search"
+
+
 @pytest.mark.slow
 def test_ray_worker_killed_mid_search_is_retried(tmp_path):
     ray = pytest.importorskip("ray", reason='Ray is optional (pip install "glmbench[ray]")')

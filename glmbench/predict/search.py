@@ -381,7 +381,29 @@ def _evaluate_record(key: str, setup: cm.Setup, trace, objective, hook) -> dict:
 _W: dict = {}
 
 
-def _pool_init(trace, objective, hook, started):
+def _die_with_parent(parent: int) -> None:
+    """A pool worker ends when the command that forked it dies (kill -9, the OOM killer): otherwise the
+    orphan waits on its task queue for ever (its siblings hold the queue's pipe open, so it never reads
+    EOF). Linux's prctl(PR_SET_PDEATHSIG, SIGKILL): the worker has nothing of its own to save, its
+    results go to the parent. Elsewhere (no prctl) nothing changes."""
+    import sys
+    if not sys.platform.startswith("linux"):
+        return
+    try:
+        import ctypes
+        import signal
+        libc = ctypes.CDLL(None, use_errno=True)
+        PR_SET_PDEATHSIG = 1
+        libc.prctl(PR_SET_PDEATHSIG, int(signal.SIGKILL), 0, 0, 0)
+    except (OSError, AttributeError):     # no libc prctl: as before
+        return
+    if os.getppid() != parent:            # the parent died before the call: nothing will send the signal
+        os._exit(1)
+
+
+def _pool_init(trace, objective, hook, started, parent=None):
+    if parent is not None:
+        _die_with_parent(parent)
     _W.update(trace=trace, objective=objective, hook=hook, started=started)
 
 
@@ -443,7 +465,7 @@ def _pool_round(pending: dict, workers: int, ctx, trace, objective, hook, on_res
     from concurrent.futures.process import BrokenProcessPool
     started = ctx.SimpleQueue()     # put() writes to the pipe at once: a start survives a kill right after it
     ex = cf.ProcessPoolExecutor(max_workers=workers, mp_context=ctx, initializer=_pool_init,
-                                initargs=(trace, objective, hook, started))
+                                initargs=(trace, objective, hook, started, os.getpid()))
     broken = False
     try:
         futs = {ex.submit(_pool_task, k, s): k for k, s in pending.items()}
