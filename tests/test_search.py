@@ -265,8 +265,10 @@ def test_pool_workers_end_with_a_killed_search(tmp_path):
         "obj = sr.Objective(ttft_slo_s=2.0, tpot_slo_s=0.1, max_rate=False)\n"
         "sr.search(tr, obj, workers=2, hook=hook, models=['glm-4.7-flash', 'qwen3-32b'], gpus=['rtx-3090'],\n"
         "          cards=(1,), weights=('q4_K',), kv=('f16',))\n")
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
-    p = subprocess.Popen([sys.executable, "-c", script, str(pids)], env=env)
+    import glmbench   # the glmbench this test imports (the installed one in CI), not the checkout's by cwd
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([os.path.dirname(os.path.dirname(os.path.abspath(glmbench.__file__)))]
+                                                      + [p for p in sys.path if p]))
+    p = subprocess.Popen([sys.executable, "-c", script, str(pids)], env=env, cwd=str(tmp_path))
     try:
         t0 = time.time()
         while len(os.listdir(pids)) < 2 and time.time() - t0 < 120 and p.poll() is None:
