@@ -715,14 +715,7 @@ def loo_predictions(points: Sequence[Point], base="typical", bar=None) -> list:
     """Each point predicted by a profile fitted (fit_profile, choosing again) without it; all None
     for fewer than two points. `bar` (a tqdm bar, or None) ticks once per fit."""
     points = list(points)
-    if len(points) < 2:
-        return [None] * len(points)
-    out = []
-    for i in range(len(points)):
-        out.append(predict_point(points[i], fit_profile(points[:i] + points[i + 1:], base)[0]))
-        if bar is not None:
-            bar.update(1)
-    return out
+    return kfold_predictions(points, max(len(points), 2), base, bar)
 
 
 # The cross-validation calibrate runs: leave-one-out (n + 1 fits, each over n - 1 points: hours at a few thousand
@@ -760,15 +753,13 @@ def resolve_cv(cv, n: int) -> int | None:
 def kfold_predictions(points: Sequence[Point], k: int, base="typical", bar=None) -> list:
     """Each point predicted by a profile fitted (fit_profile, choosing again) to the points of the other
     folds (cv_folds: point i in fold i % k); all None for fewer than two points. k >= n is leave-one-out
-    (loo_predictions). `bar` ticks once per fit."""
+    (each point a fold of its own: k - n folds are empty and not fitted). `bar` ticks once per fit."""
     points = list(points)
     if len(points) < 2:
         return [None] * len(points)
-    if k >= len(points):
-        return loo_predictions(points, base, bar)
     fold = cv_folds(len(points), k)
     out: list = [None] * len(points)
-    for f in range(k):
+    for f in range(min(k, len(points))):
         prof = fit_profile([p for p, g in zip(points, fold) if g != f], base)[0]
         for i, g in enumerate(fold):
             if g == f:
