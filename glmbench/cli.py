@@ -1589,10 +1589,22 @@ def main(argv: list[str] | None = None) -> int:
     try:
         with warnings.catch_warnings():
             warnings.formatwarning = functools.partial(_format_warning, _format=warnings.formatwarning)
-            return _main(argv)
+            rc = _main(argv)
     finally:
         if installed is not None:
             signal.signal(signal.SIGTERM, installed)
+    if installed is not None and _TERM["got"]:
+        # the finished points are saved and the line said so: now end as SIGTERM ends a process (the
+        # default action, restored above), as GNU tools re-raise a signal after their cleanup; a shell
+        # reports 143 as before, and a caller of main() in a notebook or script ends as it would have
+        # without glmbench (it went on running: main() returned 143)
+        for f in (sys.stdout, sys.stderr):
+            try:
+                f.flush()
+            except (OSError, ValueError):
+                pass
+        os.kill(os.getpid(), signal.SIGTERM)
+    return rc
 
 
 def _main(argv: list[str] | None = None) -> int:

@@ -197,20 +197,15 @@ def _env():
 def test_sigterm_saves_the_finished_points_and_says_so(tmp_path):
     """`kill`, `timeout`, a scheduler's time limit send SIGTERM: Python's default ended the sweep at once,
     losing the setups priced since its last save (a sweep saves only every so often), saying nothing, a temp
-    file possibly left. Now as Ctrl-C: everything finished is saved, one line says so, exit 143; the
-    rerun computes only the rest."""
+    file possibly left. Now as Ctrl-C: everything finished is saved, one line says so, and the process ends
+    by SIGTERM as before (a shell's 143); the rerun computes only the rest."""
     out = str(tmp_path / "s.json")
-    argv = [sys.executable, "-m", "glmbench", "sweep", "--model", "glm-4.7-flash", "--model", "qwen3-30b-a3b",
-            "--cards", "1,2,4,8", "--depths", "1K..128K", "--tests", "tg,pp,mem,serve", "--out", out, "-q", "--json"]
+    argv = [sys.executable, "-m", "glmbench"] + _BIG_SWEEP + ["--out", out]
     p = subprocess.Popen(argv, env=_env(), cwd=str(tmp_path), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
                          text=True)
-    t0 = time.time()
-    while not os.path.exists(out) and p.poll() is None and time.time() - t0 < 120:
-        time.sleep(0.005)
-    assert p.poll() is None, "the sweep ended before its first save: make the grid bigger"
-    p.send_signal(signal.SIGTERM)
+    _term_after_first_save(p, out)
     _, err = p.communicate(timeout=120)
-    assert p.returncode == 143, err
+    assert p.returncode == -signal.SIGTERM, err
     assert err.strip().splitlines()[-1] == f"glmbench: terminated (SIGTERM) (finished points are saved in {out}; " \
                                            "rerun to resume)"
     assert not [n for n in os.listdir(tmp_path) if n.startswith(".tmp-")]
@@ -220,6 +215,38 @@ def test_sigterm_saves_the_finished_points_and_says_so(tmp_path):
     total = len(rec.read_records(out))
     assert 0 < kept < total
     assert f"{total - kept} computed" in r.stderr and f"{kept} reused" in r.stderr
+
+
+_BIG_SWEEP = ["sweep", "--model", "glm-4.7-flash", "--model", "qwen3-30b-a3b", "--cards", "1,2,4,8",
+              "--depths", "1K..128K", "--tests", "tg,pp,mem,serve", "-q", "--json"]
+
+
+def _term_after_first_save(p, out):
+    t0 = time.time()
+    while not os.path.exists(out) and p.poll() is None and time.time() - t0 < 120:
+        time.sleep(0.005)
+    assert p.poll() is None, "the sweep ended before its first save: make the grid bigger"
+    p.send_signal(signal.SIGTERM)
+
+
+def test_sigterm_ends_a_caller_of_main_too(tmp_path):
+    """A script or notebook calling cli.main() got SIGTERM: the points were saved, but main() returned 143
+    and the caller went on running (printed 'after main' here), as a process told to end should not. Now
+    it ends by SIGTERM after the save and the line, as it would have without glmbench, and a shell running
+    glmbench still reports 143."""
+    out = str(tmp_path / "s.json")
+    code = f"import sys\nfrom glmbench import cli\nrc = cli.main({_BIG_SWEEP + ['--out', out]!r})\nprint('after main', rc)\n"
+    p = subprocess.Popen([sys.executable, "-c", code], env=_env(), cwd=str(tmp_path), stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True)
+    _term_after_first_save(p, out)
+    so, err = p.communicate(timeout=120)
+    assert p.returncode == -signal.SIGTERM, (so, err)
+    assert "after main" not in so
+    assert err.strip().splitlines()[-1].startswith("glmbench: terminated (SIGTERM) (finished points are saved in")
+    assert len(rec.read_records(out)) > 0
+    sh = subprocess.run(["sh", "-c", f"{sys.executable} -c 'import os, signal; os.kill(os.getpid(), signal.SIGTERM)'; "
+                         "echo $?"], capture_output=True, text=True, timeout=60)
+    assert sh.stdout.strip() == "143"      # (what a shell says of a process ended so)
 
 
 def test_sigterm_handler_is_only_the_commands(tmp_path, capsys):
