@@ -2146,8 +2146,12 @@ _KOBOLD_KV = re.compile(r"^\s*(Flags|Timestamp|Backend|Layers|Model|MaxCtx|GenAm
                         r"GenerationTime|GenerationSpeed|TotalTime|Output):[ \t]*(.*?)\s*$")
 # llama-server's line for the prompt tokens it keeps from the slot's cache before a prompt (2024: `kv cache rm
 # [N, end)`; 2025: `memory_seq_rm [N, end)`): the first N tokens are reused, the prompt eval that follows is
-# the rest, on top of N cached
+# the rest, on top of N cached. It prints the line again before each later chunk of a prompt longer than a
+# batch (`memory_seq_rm [2048, end)`: the chunks done so far): a prompt's cached part is its FIRST such line
+# (after its task's `new prompt` line; a server line names its slot's task: `| task 3 |`)
 _CACHE_RM_RE = re.compile(r"\b(?:kv cache rm|memory_seq_rm)\s*\[(\d+),\s*end\)")
+_SLOT_TASK_RE = re.compile(r"\|\s*task\s+(-?\d+)\s*\|")
+_NEW_PROMPT_RE = re.compile(r"\bnew prompt, n_ctx_slot\b")
 # llama-cli / llama-server's own startup line (llama-bench prints `build: <commit> (<number>)` after its table)
 _BUILD_START_RE = re.compile(r"^\s*(?:[\w.]+:\s*)?build:?\s*=?\s*(\d+) \(([0-9a-f]{6,40})\)")
 _SERVE_UNIT = re.compile(r"s|ms|tok/s|req/s|rps", re.I)   # a console line's unit in brackets
@@ -2626,7 +2630,8 @@ def _scan(text) -> tuple[list[_Block], dict]:
     cmds: list = []      # every command line so far (a server's -tp before the client's line)
     cuda_flags: dict = {}  # ggml_cuda_init's GGML_CUDA_FORCE_MMQ / _FORCE_CUBLAS / CUDA_USE_TENSOR_CORES lines
     run_build = None       # llama-cli / llama-server's startup `build: <number> (<commit>)` line
-    cache_rm = None        # llama-server's latest `kv cache rm [N, end)` line since the last timings block
+    cache_rm: dict = {}    # llama-server's first `kv cache rm [N, end)` line of each task's prompt (None: no task named)
+    timing_task = None     # the task of llama-server's latest `print_timing` line
     pending = None         # a timings block whose `prompt eval` line waits for its `eval` line
     sgl_phase = None       # SGLang bench_one_batch's `Warmup ...` / `Benchmark ...` phase
 
@@ -2778,7 +2783,10 @@ def _scan(text) -> tuple[list[_Block], dict]:
                 pending = _Block("timings", no)
                 snap(pending)             # its context: the lines before its first timing line
                 pending.build = run_build
-                pending.cached, cache_rm = cache_rm, None
+                tk = _SLOT_TASK_RE.search(ln)
+                task = tk.group(1) if tk else timing_task
+                pending.cached = cache_rm.pop(task, None) if task in cache_rm else cache_rm.get(None)
+                cache_rm.pop(None, None)
             pending.timing[which] = entry
             if which == "tg":   # a run's pair is complete (or a lone eval line: its depth is not known)
                 blocks.append(pending)
@@ -2810,8 +2818,13 @@ def _scan(text) -> tuple[list[_Block], dict]:
         if bm:
             run_build = (bm.group(2), int(bm.group(1)))
         cr = _CACHE_RM_RE.search(ln)
+        tk = _SLOT_TASK_RE.search(ln) if (cr or "print_timing" in ln or "new prompt" in ln) else None
         if cr:
-            cache_rm = (no, int(cr.group(1)), cr.group(0))
+            cache_rm.setdefault(tk.group(1) if tk else None, (no, int(cr.group(1)), cr.group(0)))
+        elif tk and "print_timing" in ln:
+            timing_task = tk.group(1)
+        elif _NEW_PROMPT_RE.search(ln):
+            cache_rm.pop(tk.group(1) if tk else None, None)
         for key, rx in _LOADER:
             lm = rx.search(ln)
             if lm:
