@@ -278,3 +278,38 @@ def test_a_prompt_in_chunks_is_at_the_depth_of_its_first_cache_line(tmp_path):
         ("pp", 5000, 0), ("tg", 400, 5000),         # task 0: three chunks from an empty cache
         ("pp", 3601, 5399), ("tg", 90, 9000)]       # task 5: 5399 tokens kept, then two chunks
     assert "'memory_seq_rm [5399, end)', line 25" in recs[4]["inferred"]["depth"]
+
+
+def test_a_speculative_servers_eval_time_is_left_out_with_a_notice(tmp_path):
+    """With a draft model (-md) each verification step accepts several tokens: llama-server's eval time then
+    says 2-3x the target model's decode speed, which the cost model does not price. It imported as tg before,
+    silently; now the prompt eval stays and the eval line is left out with a notice naming what said so (the
+    `draft acceptance rate` line after the timings, or the command line's draft model)."""
+    spec = SERVER_LOG.replace("-fa on --port 8080", "-md /models/Qwen3-0.6B-Q8_0.gguf -ngld 99 -fa on --port 8080")
+    notes = []
+    recs = im.read(_write(tmp_path, "spec.log", spec), notices=notes)
+    assert [(r["test"], r["n_prompt"]) for r in recs] == [("pp", 4096), ("pp", 2048)]
+    # both eval lines left out, said once (at the first)
+    assert [n for n in notes if "speculative decoding" in n] == [
+        f"{tmp_path / 'spec.log'}:10: eval time: speculative decoding (a draft model on the command line, line 1): its"
+        " speed counts the draft tokens each step accepted, which the cost model does not price; left out"]
+    # the draft line a 2025 server prints after a request's timings, with no command line pasted
+    lines = SERVER_LOG.splitlines(keepends=True)[1:]
+    at = next(i for i, ln in enumerate(lines) if "total time" in ln) + 1
+    lines.insert(at, "slot print_timing: id  0 | task 0 | draft acceptance rate = 0.72000 (  360 accepted /   500 generated)\n")
+    notes = []
+    recs = im.read(_write(tmp_path, "spec2.log", "".join(lines)), notices=notes)
+    assert [(r["test"], r["n_prompt"] or r["n_gen"]) for r in recs] == [("pp", 4096), ("pp", 2048), ("tg", 120)]
+    eval_no = next(i for i, ln in enumerate(lines, 1) if ln.lstrip().startswith("eval time"))
+    assert any(n.startswith(f"{tmp_path / 'spec2.log'}:{eval_no}: eval time: speculative decoding ('draft acceptance "
+                            f"rate = 0.72000 (  360 accepted /   500 generated)', line {at + 1})") for n in notes), notes
+
+
+def test_a_speculative_servers_response_timings_keep_only_the_prompt(tmp_path):
+    """A response of a server with a draft model has `draft_n` / `draft_n_accepted` in its timings (tools/server
+    server-common.cpp, server_slot_stats::to_json): its predicted_per_second is not the model's decode speed."""
+    notes = []
+    recs = im.read(_write(tmp_path, "resp_rtx-3090.json", _response(cache_n=0, draft_n=300, draft_n_accepted=220)),
+                   notices=notes)
+    assert [(r["test"], r["n_prompt"]) for r in recs] == [("pp", 1024)]
+    assert any(":1: timings.predicted_ms: speculative decoding (draft_n 300, draft_n_accepted 220)" in n for n in notes)

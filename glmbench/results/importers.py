@@ -2150,6 +2150,11 @@ _KOBOLD_KV = re.compile(r"^\s*(Flags|Timestamp|Backend|Layers|Model|MaxCtx|GenAm
 # batch (`memory_seq_rm [2048, end)`: the chunks done so far): a prompt's cached part is its FIRST such line
 # (after its task's `new prompt` line; a server line names its slot's task: `| task 3 |`)
 _CACHE_RM_RE = re.compile(r"\b(?:kv cache rm|memory_seq_rm)\s*\[(\d+),\s*end\)")
+# llama-server's line after a request's timings when a draft model ran (speculative decoding; 2025: `draft
+# acceptance rate = 0.72000 (  360 accepted /   500 generated)`, 2026: `draft acceptance = ... mean len = ...`),
+# and the options that load a draft model: its eval time counts every token a verification step accepted
+_DRAFT_RE = re.compile(r"\bdraft acceptance(?: rate)?\s*=\s*[\d.]+\s*\(\s*\d+\s*accepted\s*/\s*\d+\s*generated\s*\)")
+_DRAFT_OPT = re.compile(r"(?<!\S)(?:-md|--model-draft|-hfd|-hfrd|--hf-repo-draft)(?=[\s=]|$)")
 _SLOT_TASK_RE = re.compile(r"\|\s*task\s+(-?\d+)\s*\|")
 _NEW_PROMPT_RE = re.compile(r"\bnew prompt, n_ctx_slot\b")
 # llama-cli / llama-server's own startup line (llama-bench prints `build: <commit> (<number>)` after its table)
@@ -2423,6 +2428,7 @@ class _Block:
         self.cuda_flags: dict = {}       # ggml_cuda_init's flags before it: {"CUDA_USE_TENSOR_CORES": "yes", ...}
         self.timing: dict = {}           # a timings block's lines: "pp" / "tg" -> (line, ms, tokens, prefix)
         self.cached = None               # llama-server's reused prompt tokens before it: (line, N, its text)
+        self.draft = None                # a timings block's speculative decoding: (line, what says so)
         self.split_at = None             # a separator line right under one of its rows (line, the row's line)
 
 
@@ -2817,6 +2823,11 @@ def _scan(text) -> tuple[list[_Block], dict]:
         bm = _BUILD_START_RE.match(ln)
         if bm:
             run_build = (bm.group(2), int(bm.group(1)))
+        dr = _DRAFT_RE.search(ln)
+        if dr:   # after the timings it belongs to
+            last = pending if pending is not None else next((x for x in reversed(blocks) if x.kind == "timings"), None)
+            if last is not None and last.draft is None:
+                last.draft = (no, f"'{dr.group(0)}'")
         cr = _CACHE_RM_RE.search(ln)
         tk = _SLOT_TASK_RE.search(ln) if (cr or "print_timing" in ln or "new prompt" in ln) else None
         if cr:
@@ -3890,7 +3901,11 @@ def _pasted_timings(b, ctx, meta, inferred, text_before, models_seen):
                                  "cached prefix, which its timing line does not count)")
             out.append(_clean({**base, "source": ctx.source(line), "test": "pp", "n_prompt": n, "n_gen": 0,
                                "n_depth": depth, "n_streams": 1, "avg_ts": ts, "seconds": sec}))
-    if tg and not (pp and pp[2] > 0):
+    draft = b.draft or ((b.cmd[0], "a draft model on the command line") if _DRAFT_OPT.search(cmdline) else None)
+    if tg and draft:
+        ctx.notice(tg[0], f"eval time: speculative decoding ({draft[1]}, line {draft[0]}): its speed counts the "
+                          "draft tokens each step accepted, which the cost model does not price; left out")
+    elif tg and not (pp and pp[2] > 0):
         ctx.notice(tg[0], "eval time without a prompt eval line of its own (or of 0 tokens): the depth it ran at "
                           "is not known; left out")
     elif tg:
@@ -4389,7 +4404,11 @@ def _read_server_json(text, ctx):
         if n_p and ms_p:
             out.append(_clean({**r, "test": "pp", "n_prompt": n_p, "n_gen": 0, "n_depth": cache,
                                "avg_ts": n_p / (ms_p / 1e3), "seconds": ms_p / 1e3}))
-        if n_g and ms_g:
+        if n_g and ms_g and t.get("draft_n"):   # a draft model ran (speculative decoding): see _pasted_timings
+            ctx.notice(line, f"timings.predicted_ms: speculative decoding (draft_n {t['draft_n']}, draft_n_accepted "
+                             f"{t.get('draft_n_accepted')}): its speed counts the draft tokens each step accepted, "
+                             "which the cost model does not price; left out")
+        elif n_g and ms_g:
             out.append(_clean({**r, "test": "tg", "n_prompt": 0, "n_gen": n_g, "n_depth": cache + n_p,
                                "avg_ts": n_g / (ms_g / 1e3), "seconds": ms_g / 1e3}))
     return out
