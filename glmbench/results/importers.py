@@ -286,8 +286,9 @@ def _read_one_format(text, path, model, default_model, notices) -> list[dict]:
                    notices)
     ctx.paste = whole   # the whole text, the prose around an embedded JSON result with it (its command line)
     recs = _READERS[fmt](text, ctx)
-    if not recs:
-        _fail(path, None, f"holds no records ({FORMATS[fmt]})")
+    if not recs:    # what was left out says why (the notices go nowhere once this fails)
+        why = [n for n in notices or () if "left out" in n]
+        _fail(path, None, f"holds no records ({FORMATS[fmt]})" + "".join(f"; {n}" for n in why))
     return recs if fmt == "glmbench" else _once_each(recs, ctx)
 
 
@@ -2171,6 +2172,10 @@ _SERVE_KEYS = {
     "p99 ttft": "p99_ttft_ms", "mean tpot": "mean_tpot_ms", "median tpot": "median_tpot_ms",
     "p99 tpot": "p99_tpot_ms", "mean itl": "mean_itl_ms", "median itl": "median_itl_ms", "p99 itl": "p99_itl_ms",
     "mean e2e latency": "mean_e2e_latency_ms", "mean e2el": "mean_e2el_ms", "backend": "backend",
+    # speculative decoding's lines: vLLM's `Speculative Decoding` section, SGLang's `Accept length:`
+    "acceptance length": "spec_decode_acceptance_length", "drafts": "spec_decode_num_drafts",
+    "draft tokens": "spec_decode_draft_tokens", "accepted tokens": "spec_decode_accepted_tokens",
+    "accept length": "accept_length",
 }
 # SGLang's offline block's lines -> its --result-filename JSONL's fields (what throughput_test_once measures)
 _SGL_OFFLINE_KEYS = {
@@ -3514,6 +3519,8 @@ def _pasted_serve(b, ctx, meta, inferred, text_before, models_seen):
     o["backend"] = o.get("backend") or (bm.group(1) if bm else ("sglang" if sglang else "vllm"))
     n_cards = meta.get("n_cards")
     r = _serve_record(ctx, line, o, tool=tool, model_name=None, n_cards=n_cards, resolved=(model, how))
+    if r is None:
+        return []
     inferred = dict(inferred, model=how)
     if pre.get("max_concurrency") == "None":
         inferred["max_concurrency"] = "unlimited (the paste's `Maximum request concurrency: None`)"
@@ -4288,8 +4295,23 @@ def _no_generation_check(ctx, line, o, backend=None, out_tok_s_key="output_throu
                           "glmbench's serving records are generation runs (output tokens/s)")
 
 
+def _speculative(o) -> str | None:
+    """What says a serving run decoded speculatively (a draft model, EAGLE, MTP, n-gram): vLLM's spec_decode_*
+    fields (vllm/benchmarks/serve.py, from the server's /metrics) or SGLang's accept_length (null without)."""
+    said = [f"{k} {v:g}" if isinstance(v, (int, float)) else f"{k} {v}" for k, v in o.items() if (k.startswith("spec_decode_") or k == "accept_length")
+            and isinstance(v, (int, float, str)) and not isinstance(v, bool) and str(v).strip() not in ("", "0", "0.0")]
+    return ", ".join(said[:2]) or None
+
+
 def _serve_record(ctx, line, o, *, tool, model_name, model_field="model_id", n_cards=None, type_k=None,
                   out_tok_s_key="output_throughput", resolved=None):
+    """A serving run's record; None, with a notice, for a run that decoded speculatively: its TPOT and output
+    throughput count the draft tokens each step accepted, which the cost model does not price."""
+    spec = _speculative(o)
+    if spec:
+        ctx.notice(line, f"speculative decoding ({spec}): its TPOT and output throughput count the draft tokens "
+                         "each step accepted, which the cost model does not price; the run is left out")
+        return None
     completed = _num(ctx, line, "completed", o.get("completed"), integer=True, minimum=0)
     if not completed:
         _fail(ctx.path, line, "no request completed (`completed` is 0): no speed")
@@ -4342,6 +4364,8 @@ def _read_vllm(text, ctx):
         if "model_id" not in o:
             _fail(ctx.path, line, "not a vllm bench serve result (no `model_id`)")
         r = _serve_record(ctx, line, o, tool="vllm bench serve", model_name=o.get("model_id"))
+        if r is None:
+            continue
         w = checkpoint_quant(o.get("model_id"))
         if w:   # "Qwen/Qwen2.5-32B-Instruct-AWQ"
             r["weights"] = w
@@ -4425,6 +4449,8 @@ def _read_sglang(text, ctx):
         r = _serve_record(ctx, line, o, tool="sglang bench_serving", model_name=name, model_field=field,
                           n_cards=tp if isinstance(tp, int) and tp > 0 else None,
                           type_k=_kv_name(si.get("kv_cache_dtype")))
+        if r is None:
+            continue
         if o.get("tag"):
             r["tag"] = o["tag"]
         # the server's batch limits as it reports them (max_running_requests, chunked_prefill_size)
