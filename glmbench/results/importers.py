@@ -2158,6 +2158,10 @@ _DRAFT_RE = re.compile(r"\bdraft acceptance(?: rate)?\s*=\s*[\d.]+\s*\(\s*\d+\s*
 _DRAFT_OPT = re.compile(r"(?<!\S)(?:-md|--model-draft|-hfd|-hfrd|--hf-repo-draft)(?=[\s=]|$)")
 _SLOT_TASK_RE = re.compile(r"\|\s*task\s+(-?\d+)\s*\|")
 _NEW_PROMPT_RE = re.compile(r"\bnew prompt, n_ctx_slot\b")
+# a task's start (`launch_slot_: ... | processing task`, its `new prompt` line) and end (`release: ... stop
+# processing`) on one of llama-server's slots (-np N): tasks in flight at once share its decode steps
+_TASK_START_RE = re.compile(r"\bprocessing task\b|\bnew prompt, n_ctx_slot\b")
+_TASK_END_RE = re.compile(r"\bstop processing\b")
 # llama-cli / llama-server's own startup line (llama-bench prints `build: <commit> (<number>)` after its table)
 _BUILD_START_RE = re.compile(r"^\s*(?:[\w.]+:\s*)?build:?\s*=?\s*(\d+) \(([0-9a-f]{6,40})\)")
 _SERVE_UNIT = re.compile(r"s|ms|tok/s|req/s|rps", re.I)   # a console line's unit in brackets
@@ -2434,6 +2438,7 @@ class _Block:
         self.timing: dict = {}           # a timings block's lines: "pp" / "tg" -> (line, ms, tokens, prefix)
         self.cached = None               # llama-server's reused prompt tokens before it: (line, N, its text)
         self.draft = None                # a timings block's speculative decoding: (line, what says so)
+        self.alongside: list = []        # llama-server's other tasks in flight (other slots) during its task
         self.split_at = None             # a separator line right under one of its rows (line, the row's line)
 
 
@@ -2643,6 +2648,8 @@ def _scan(text) -> tuple[list[_Block], dict]:
     run_build = None       # llama-cli / llama-server's startup `build: <number> (<commit>)` line
     cache_rm: dict = {}    # llama-server's first `kv cache rm [N, end)` line of each task's prompt (None: no task named)
     timing_task = None     # the task of llama-server's latest `print_timing` line
+    in_flight: dict = {}   # llama-server's tasks started and not yet ended -> the other tasks in flight with each
+    ended: dict = {}       # the same for its tasks ended (`stop processing`) whose timings are still to come
     pending = None         # a timings block whose `prompt eval` line waits for its `eval` line
     sgl_phase = None       # SGLang bench_one_batch's `Warmup ...` / `Benchmark ...` phase
 
@@ -2797,6 +2804,7 @@ def _scan(text) -> tuple[list[_Block], dict]:
                 tk = _SLOT_TASK_RE.search(ln)
                 task = tk.group(1) if tk else timing_task
                 pending.cached = cache_rm.pop(task, None) if task in cache_rm else cache_rm.get(None)
+                pending.alongside = sorted(ended.pop(task, None) or in_flight.pop(task, ()), key=int)
                 cache_rm.pop(None, None)
             pending.timing[which] = entry
             if which == "tg":   # a run's pair is complete (or a lone eval line: its depth is not known)
@@ -2841,6 +2849,13 @@ def _scan(text) -> tuple[list[_Block], dict]:
             timing_task = tk.group(1)
         elif _NEW_PROMPT_RE.search(ln):
             cache_rm.pop(tk.group(1) if tk else None, None)
+        tk = _SLOT_TASK_RE.search(ln) if "task" in ln else None
+        if tk and _TASK_START_RE.search(ln) and tk.group(1) not in in_flight:
+            for others in in_flight.values():
+                others.add(tk.group(1))
+            in_flight[tk.group(1)] = set(in_flight)
+        elif tk and _TASK_END_RE.search(ln) and tk.group(1) in in_flight:
+            ended[tk.group(1)] = in_flight.pop(tk.group(1))
         for key, rx in _LOADER:
             lm = rx.search(ln)
             if lm:
@@ -3908,6 +3923,11 @@ def _pasted_timings(b, ctx, meta, inferred, text_before, models_seen):
                                  "cached prefix, which its timing line does not count)")
             out.append(_clean({**base, "source": ctx.source(line), "test": "pp", "n_prompt": n, "n_gen": 0,
                                "n_depth": depth, "n_streams": 1, "avg_ts": ts, "seconds": sec}))
+    if b.alongside:     # another slot's task ran in the same decode steps: no one stream's speed
+        ctx.notice((pp or tg)[0], f"timings of a request that ran alongside task{'s' * (len(b.alongside) > 1)} "
+                                  f"{', '.join(b.alongside)} on other slots (-np): its speeds share the GPU's steps "
+                                  "with them, not one stream's; left out")
+        return []
     draft = b.draft or ((b.cmd[0], "a draft model on the command line") if _DRAFT_OPT.search(cmdline) else None)
     if tg and draft:
         ctx.notice(tg[0], f"eval time: speculative decoding ({draft[1]}, line {draft[0]}): its speed counts the "
