@@ -229,3 +229,107 @@ def test_llama_server_s_cache_line_gives_the_prompt_s_depth(tmp_path):
     assert [(r["test"], r["n_depth"]) for r in recs] == [("pp", 0), ("tg", 4096), ("pp", 4096), ("tg", 6144)]
     assert "'memory_seq_rm [4096, end)', line 13" in recs[2]["inferred"]["depth"]
     assert not any("cached prefix" in n for n in notes)     # both prompts' cached parts are stated
+
+
+# llama-server (late 2025, tools/server/server-context.cpp update_slots): a prompt longer than a batch (-b 2048)
+# runs in chunks, and the cache line comes again before each chunk with the tokens done so far. Numbers invented.
+SERVER_CHUNKED = """$ llama-server -m /models/Qwen3-8B-Q4_K_M.gguf -ngl 99 -fa on -c 32768 -np 2 --port 8080
+ggml_cuda_init: found 1 CUDA devices:
+  Device 0: NVIDIA GeForce RTX 4090, compute capability 8.9, VMM: yes
+slot launch_slot_: id  0 | task 0 | processing task
+slot update_slots: id  0 | task 0 | new prompt, n_ctx_slot = 16384, n_keep = 0, task.n_tokens = 5000
+slot update_slots: id  0 | task 0 | n_tokens = 0, memory_seq_rm [0, end)
+slot update_slots: id  0 | task 0 | prompt processing progress, n_tokens = 2048, batch.n_tokens = 2048, progress = 0.409600
+slot update_slots: id  0 | task 0 | n_tokens = 2048, memory_seq_rm [2048, end)
+slot update_slots: id  0 | task 0 | prompt processing progress, n_tokens = 4096, batch.n_tokens = 2048, progress = 0.819200
+slot update_slots: id  0 | task 0 | n_tokens = 4096, memory_seq_rm [4096, end)
+slot update_slots: id  0 | task 0 | prompt done, n_tokens = 5000, batch.n_tokens = 904
+slot      release: id  0 | task 0 | stop processing: n_tokens = 5399, truncated = 0
+slot print_timing: id  0 | task 0 | 
+prompt eval time =    1000.00 ms /  5000 tokens (    0.20 ms per token,  5000.00 tokens per second)
+       eval time =    4000.00 ms /   400 tokens (   10.00 ms per token,   100.00 tokens per second)
+      total time =    5000.00 ms /  5400 tokens
+slot launch_slot_: id  1 | task 2 | processing task
+slot update_slots: id  1 | task 2 | new prompt, n_ctx_slot = 16384, n_keep = 0, task.n_tokens = 300
+slot update_slots: id  1 | task 2 | n_tokens = 0, memory_seq_rm [0, end)
+slot update_slots: id  1 | task 2 | prompt done, n_tokens = 300, batch.n_tokens = 300
+slot      release: id  1 | task 2 | stop processing: n_tokens = 349, truncated = 0
+slot print_timing: id  1 | task 2 | 
+prompt eval time =      60.00 ms /   300 tokens (    0.20 ms per token,  5000.00 tokens per second)
+       eval time =     500.00 ms /    50 tokens (   10.00 ms per token,   100.00 tokens per second)
+      total time =     560.00 ms /   350 tokens
+slot launch_slot_: id  0 | task 5 | processing task
+slot update_slots: id  0 | task 5 | new prompt, n_ctx_slot = 16384, n_keep = 0, task.n_tokens = 9000
+slot update_slots: id  0 | task 5 | n_tokens = 5399, memory_seq_rm [5399, end)
+slot update_slots: id  0 | task 5 | prompt processing progress, n_tokens = 7447, batch.n_tokens = 2048, progress = 0.827444
+slot update_slots: id  0 | task 5 | n_tokens = 7447, memory_seq_rm [7447, end)
+slot update_slots: id  0 | task 5 | prompt done, n_tokens = 9000, batch.n_tokens = 1553
+slot      release: id  0 | task 5 | stop processing: n_tokens = 9089, truncated = 0
+slot print_timing: id  0 | task 5 | 
+prompt eval time =     800.00 ms /  3601 tokens (    0.22 ms per token,  4501.25 tokens per second)
+       eval time =    1000.00 ms /    90 tokens (   11.11 ms per token,    90.00 tokens per second)
+      total time =    1800.00 ms /  3691 tokens
+"""
+
+
+def test_a_prompt_in_chunks_is_at_the_depth_of_its_first_cache_line(tmp_path):
+    """The cache line before a prompt's second chunk is not its cached part: a 5000-token prompt from an empty
+    cache read as pp5000 @ d4096 before; each task's first line after its `new prompt` line is."""
+    recs = im.read(_write(tmp_path, "server.log", SERVER_CHUNKED))
+    assert [(r["test"], r["n_prompt"] or r["n_gen"], r["n_depth"]) for r in recs] == [
+        ("pp", 5000, 0), ("tg", 400, 5000),         # task 0: three chunks from an empty cache
+        ("pp", 300, 0), ("tg", 50, 300),            # task 2 (slot 1)
+        ("pp", 3601, 5399), ("tg", 90, 9000)]       # task 5: 5399 tokens kept, then two chunks
+    assert "'memory_seq_rm [5399, end)', line 28" in recs[4]["inferred"]["depth"]
+
+
+def test_requests_in_flight_together_on_two_slots_are_left_out(tmp_path):
+    """With -np 2, a request that starts while another runs shares its decode steps (one batch of both): its
+    timing lines are not one stream's speed (they imported as n_streams 1 before, silently). Both requests are
+    left out with a notice; the later one alone (task 5) stays, at the depth of its own first cache line."""
+    lines = SERVER_CHUNKED.splitlines(keepends=True)
+    t2 = [ln for ln in lines if "task 2 |" in ln and ("processing task" in ln or "new prompt" in ln
+                                                     or "[0, end)" in ln)]
+    rest = [ln for ln in lines if ln not in t2]
+    at = next(i for i, ln in enumerate(rest) if "memory_seq_rm [2048, end)" in ln)
+    text = "".join(rest[:at] + t2 + rest[at:])       # task 2 starts between task 0's first and second chunk
+    notes = []
+    recs = im.read(_write(tmp_path, "np2.log", text), notices=notes)
+    assert [(r["test"], r["n_prompt"] or r["n_gen"], r["n_depth"]) for r in recs] == [("pp", 3601, 5399), ("tg", 90, 9000)]
+    said = [n for n in notes if "alongside" in n]
+    assert len(said) == 2 and "alongside task 2 on other slots (-np)" in said[0] and "alongside task 0 " in said[1]
+
+
+def test_a_speculative_servers_eval_time_is_left_out_with_a_notice(tmp_path):
+    """With a draft model (-md) each verification step accepts several tokens: llama-server's eval time then
+    says 2-3x the target model's decode speed, which the cost model does not price. It imported as tg before,
+    silently; now the prompt eval stays and the eval line is left out with a notice naming what said so (the
+    `draft acceptance rate` line after the timings, or the command line's draft model)."""
+    spec = SERVER_LOG.replace("-fa on --port 8080", "-md /models/Qwen3-0.6B-Q8_0.gguf -ngld 99 -fa on --port 8080")
+    notes = []
+    recs = im.read(_write(tmp_path, "spec.log", spec), notices=notes)
+    assert [(r["test"], r["n_prompt"]) for r in recs] == [("pp", 4096), ("pp", 2048)]
+    # both eval lines left out, said once (at the first)
+    assert [n for n in notes if "speculative decoding" in n] == [
+        f"{tmp_path / 'spec.log'}:10: eval time: speculative decoding (a draft model on the command line, line 1): its"
+        " speed counts the draft tokens each step accepted, which the cost model does not price; left out"]
+    # the draft line a 2025 server prints after a request's timings, with no command line pasted
+    lines = SERVER_LOG.splitlines(keepends=True)[1:]
+    at = next(i for i, ln in enumerate(lines) if "total time" in ln) + 1
+    lines.insert(at, "slot print_timing: id  0 | task 0 | draft acceptance rate = 0.72000 (  360 accepted /   500 generated)\n")
+    notes = []
+    recs = im.read(_write(tmp_path, "spec2.log", "".join(lines)), notices=notes)
+    assert [(r["test"], r["n_prompt"] or r["n_gen"]) for r in recs] == [("pp", 4096), ("pp", 2048), ("tg", 120)]
+    eval_no = next(i for i, ln in enumerate(lines, 1) if ln.lstrip().startswith("eval time"))
+    assert any(n.startswith(f"{tmp_path / 'spec2.log'}:{eval_no}: eval time: speculative decoding ('draft acceptance "
+                            f"rate = 0.72000 (  360 accepted /   500 generated)', line {at + 1})") for n in notes), notes
+
+
+def test_a_speculative_servers_response_timings_keep_only_the_prompt(tmp_path):
+    """A response of a server with a draft model has `draft_n` / `draft_n_accepted` in its timings (tools/server
+    server-common.cpp, server_slot_stats::to_json): its predicted_per_second is not the model's decode speed."""
+    notes = []
+    recs = im.read(_write(tmp_path, "resp_rtx-3090.json", _response(cache_n=0, draft_n=300, draft_n_accepted=220)),
+                   notices=notes)
+    assert [(r["test"], r["n_prompt"]) for r in recs] == [("pp", 1024)]
+    assert any(":1: timings.predicted_ms: speculative decoding (draft_n 300, draft_n_accepted 220)" in n for n in notes)

@@ -487,3 +487,67 @@ def test_sweep_or_batched_jsonl_and_a_table_of_another_run(tmp_path, jsonl, tabl
         recs = im.read(write(tmp_path, "both.md", text), model="qwen3-8b")
         assert sorted((r["test"], r["n_depth"], r["avg_ts"]) for r in recs) == sorted(tab + own)
         assert [(r["test"], r["n_depth"], r["avg_ts"]) for r in recs if r["source"].endswith(":" + at)] == own
+
+
+# ---- speculative decoding in a serving benchmark ----------------------------------------------------
+# vllm/benchmarks/serve.py (late 2025): with a speculative server (EAGLE, MTP, a draft model, n-gram) the client
+# reads the server's spec-decode counters and prints a `Speculative Decoding` section / saves spec_decode_* keys;
+# sglang/benchmark/serving.py prints `Accept length:` and saves accept_length (null without). The TPOT and output
+# throughput then count the draft tokens each step accepted: not the model's decoding, which glmbench prices.
+def vllm_spec_block():
+    return "\n".join([
+        "vllm bench serve --backend vllm --model Qwen/Qwen3-32B --dataset-name random --random-input-len 2048 "
+        "--random-output-len 256 --num-prompts 200 --max-concurrency 16",
+        "",
+        "{s:{c}^{n}}".format(s=" Serving Benchmark Result ", n=50, c="="),
+        _row("Successful requests:", 200), _row("Failed requests:", 0), _row("Maximum request concurrency:", 16),
+        _row("Benchmark duration (s):", 83.21, ".2f"), _row("Total input tokens:", 409600),
+        _row("Total generated tokens:", 51200), _row("Request throughput (req/s):", 2.40, ".2f"),
+        _row("Output token throughput (tok/s):", 615.31, ".2f"),
+        _row("Total Token throughput (tok/s):", 5537.80, ".2f"),
+        "{s:{c}^{n}}".format(s="Time to First Token", n=50, c="-"),
+        _row("Mean TTFT (ms):", 1234.56, ".2f"), _row("Median TTFT (ms):", 1180.20, ".2f"),
+        _row("P99 TTFT (ms):", 2890.11, ".2f"),
+        "{s:{c}^{n}}".format(s="Time per Output Token (excl. 1st token)", n=50, c="-"),
+        _row("Mean TPOT (ms):", 21.13, ".2f"), _row("Median TPOT (ms):", 20.87, ".2f"),
+        _row("P99 TPOT (ms):", 25.02, ".2f"),
+        "{s:{c}^{n}}".format(s="Inter-token Latency", n=50, c="-"),
+        _row("Mean ITL (ms):", 60.1, ".2f"), _row("Median ITL (ms):", 59.8, ".2f"), _row("P99 ITL (ms):", 80.4, ".2f"),
+        "{s:{c}^{n}}".format(s="Speculative Decoding", n=50, c="-"),
+        _row("Acceptance rate (%):", 62.5, ".2f"), _row("Acceptance length:", 2.88, ".2f"),
+        _row("Drafts:", 17800), _row("Draft tokens:", 53400), _row("Accepted tokens:", 33375),
+        "Per-position acceptance (%):", _row("  Position 0:", 80.0, ".2f"), _row("  Position 1:", 62.5, ".2f"),
+        "=" * 50, ""])
+
+
+def test_a_speculative_serving_run_is_left_out_with_its_reason(tmp_path):
+    """A run with speculative decoding imported as a plain one, silently: its 21 ms TPOT (Qwen3-32B) compared
+    with a prediction of plain decoding. It is left out now, and a file of nothing else says so in its error."""
+    text = vllm_spec_block()
+    with pytest.raises(im.FormatError, match=r"spec.txt: holds no records .*spec.txt:3: speculative decoding "
+                                             r"\(spec_decode_acceptance_length 2\.88, spec_decode_num_drafts 17800\)"):
+        im.read(write(tmp_path, "spec.txt", text))
+    plain = text.split("{s:{c}^{n}}".format(s="Speculative Decoding", n=50, c="-"))[0] + "=" * 50 + "\n"
+    (r,) = im.read(write(tmp_path, "plain.txt", plain))
+    assert (r["test"], r["tpot_s"], r["n_streams"]) == ("serve", pytest.approx(0.02113), 16)
+    # vLLM's --save-result JSON, two runs appended: the speculative one left out, with a notice
+    base = {"date": "20251120-101233", "backend": "vllm", "model_id": "Qwen/Qwen3-32B", "num_prompts": 200,
+            "request_rate": "inf", "burstiness": 1.0, "max_concurrency": 16, "duration": 83.21, "completed": 200,
+            "failed": 0, "total_input_tokens": 409600, "total_output_tokens": 51200, "request_throughput": 2.4,
+            "output_throughput": 615.31, "total_token_throughput": 5537.8, "mean_ttft_ms": 1234.56,
+            "mean_tpot_ms": 21.13, "mean_itl_ms": 60.1}
+    spec = dict(base, spec_decode_acceptance_rate=62.5, spec_decode_acceptance_length=2.88,
+                spec_decode_num_drafts=17800, spec_decode_draft_tokens=53400, spec_decode_accepted_tokens=33375,
+                spec_decode_per_position_acceptance_rates=[0.8, 0.625, 0.45])
+    notes = []
+    recs = im.read(write(tmp_path, "v.json", json.dumps(base) + "\n" + json.dumps(spec)), notices=notes)
+    assert len(recs) == 1 and recs[0]["source"].endswith("v.json:1")
+    assert any(n.startswith(str(tmp_path / "v.json") + ":2: speculative decoding (spec_decode_acceptance_rate 62.5, "
+                                                       "spec_decode_acceptance_length 2.88)") for n in notes), notes
+    # SGLang's JSONL line: accept_length set (a null one is a plain run)
+    line = json.loads(open(os.path.join(os.path.dirname(__file__), "data", "formats",
+                                        "sglang-bench-serving.jsonl")).readline())
+    assert line["accept_length"] is None
+    assert len(im.read(write(tmp_path, "s.jsonl", json.dumps(line) + "\n"))) == 1
+    with pytest.raises(im.FormatError, match=r"s2.jsonl:1: speculative decoding \(accept_length 3.21\)"):
+        im.read(write(tmp_path, "s2.jsonl", json.dumps(dict(line, accept_length=3.21)) + "\n"))

@@ -286,8 +286,9 @@ def _read_one_format(text, path, model, default_model, notices) -> list[dict]:
                    notices)
     ctx.paste = whole   # the whole text, the prose around an embedded JSON result with it (its command line)
     recs = _READERS[fmt](text, ctx)
-    if not recs:
-        _fail(path, None, f"holds no records ({FORMATS[fmt]})")
+    if not recs:    # what was left out says why (the notices go nowhere once this fails)
+        why = [n for n in notices or () if "left out" in n]
+        _fail(path, None, f"holds no records ({FORMATS[fmt]})" + "".join(f"; {n}" for n in why))
     return recs if fmt == "glmbench" else _once_each(recs, ctx)
 
 
@@ -2146,8 +2147,21 @@ _KOBOLD_KV = re.compile(r"^\s*(Flags|Timestamp|Backend|Layers|Model|MaxCtx|GenAm
                         r"GenerationTime|GenerationSpeed|TotalTime|Output):[ \t]*(.*?)\s*$")
 # llama-server's line for the prompt tokens it keeps from the slot's cache before a prompt (2024: `kv cache rm
 # [N, end)`; 2025: `memory_seq_rm [N, end)`): the first N tokens are reused, the prompt eval that follows is
-# the rest, on top of N cached
+# the rest, on top of N cached. It prints the line again before each later chunk of a prompt longer than a
+# batch (`memory_seq_rm [2048, end)`: the chunks done so far): a prompt's cached part is its FIRST such line
+# (after its task's `new prompt` line; a server line names its slot's task: `| task 3 |`)
 _CACHE_RM_RE = re.compile(r"\b(?:kv cache rm|memory_seq_rm)\s*\[(\d+),\s*end\)")
+# llama-server's line after a request's timings when a draft model ran (speculative decoding; 2025: `draft
+# acceptance rate = 0.72000 (  360 accepted /   500 generated)`, 2026: `draft acceptance = ... mean len = ...`),
+# and the options that load a draft model: its eval time counts every token a verification step accepted
+_DRAFT_RE = re.compile(r"\bdraft acceptance(?: rate)?\s*=\s*[\d.]+\s*\(\s*\d+\s*accepted\s*/\s*\d+\s*generated\s*\)")
+_DRAFT_OPT = re.compile(r"(?<!\S)(?:-md|--model-draft|-hfd|-hfrd|--hf-repo-draft)(?=[\s=]|$)")
+_SLOT_TASK_RE = re.compile(r"\|\s*task\s+(-?\d+)\s*\|")
+_NEW_PROMPT_RE = re.compile(r"\bnew prompt, n_ctx_slot\b")
+# a task's start (`launch_slot_: ... | processing task`, its `new prompt` line) and end (`release: ... stop
+# processing`) on one of llama-server's slots (-np N): tasks in flight at once share its decode steps
+_TASK_START_RE = re.compile(r"\bprocessing task\b|\bnew prompt, n_ctx_slot\b")
+_TASK_END_RE = re.compile(r"\bstop processing\b")
 # llama-cli / llama-server's own startup line (llama-bench prints `build: <commit> (<number>)` after its table)
 _BUILD_START_RE = re.compile(r"^\s*(?:[\w.]+:\s*)?build:?\s*=?\s*(\d+) \(([0-9a-f]{6,40})\)")
 _SERVE_UNIT = re.compile(r"s|ms|tok/s|req/s|rps", re.I)   # a console line's unit in brackets
@@ -2162,6 +2176,10 @@ _SERVE_KEYS = {
     "p99 ttft": "p99_ttft_ms", "mean tpot": "mean_tpot_ms", "median tpot": "median_tpot_ms",
     "p99 tpot": "p99_tpot_ms", "mean itl": "mean_itl_ms", "median itl": "median_itl_ms", "p99 itl": "p99_itl_ms",
     "mean e2e latency": "mean_e2e_latency_ms", "mean e2el": "mean_e2el_ms", "backend": "backend",
+    # speculative decoding's lines: vLLM's `Speculative Decoding` section, SGLang's `Accept length:`
+    "acceptance length": "spec_decode_acceptance_length", "drafts": "spec_decode_num_drafts",
+    "draft tokens": "spec_decode_draft_tokens", "accepted tokens": "spec_decode_accepted_tokens",
+    "accept length": "accept_length",
 }
 # SGLang's offline block's lines -> its --result-filename JSONL's fields (what throughput_test_once measures)
 _SGL_OFFLINE_KEYS = {
@@ -2419,6 +2437,8 @@ class _Block:
         self.cuda_flags: dict = {}       # ggml_cuda_init's flags before it: {"CUDA_USE_TENSOR_CORES": "yes", ...}
         self.timing: dict = {}           # a timings block's lines: "pp" / "tg" -> (line, ms, tokens, prefix)
         self.cached = None               # llama-server's reused prompt tokens before it: (line, N, its text)
+        self.draft = None                # a timings block's speculative decoding: (line, what says so)
+        self.alongside: list = []        # llama-server's other tasks in flight (other slots) during its task
         self.split_at = None             # a separator line right under one of its rows (line, the row's line)
 
 
@@ -2626,7 +2646,10 @@ def _scan(text) -> tuple[list[_Block], dict]:
     cmds: list = []      # every command line so far (a server's -tp before the client's line)
     cuda_flags: dict = {}  # ggml_cuda_init's GGML_CUDA_FORCE_MMQ / _FORCE_CUBLAS / CUDA_USE_TENSOR_CORES lines
     run_build = None       # llama-cli / llama-server's startup `build: <number> (<commit>)` line
-    cache_rm = None        # llama-server's latest `kv cache rm [N, end)` line since the last timings block
+    cache_rm: dict = {}    # llama-server's first `kv cache rm [N, end)` line of each task's prompt (None: no task named)
+    timing_task = None     # the task of llama-server's latest `print_timing` line
+    in_flight: dict = {}   # llama-server's tasks started and not yet ended -> the other tasks in flight with each
+    ended: dict = {}       # the same for its tasks ended (`stop processing`) whose timings are still to come
     pending = None         # a timings block whose `prompt eval` line waits for its `eval` line
     sgl_phase = None       # SGLang bench_one_batch's `Warmup ...` / `Benchmark ...` phase
 
@@ -2778,7 +2801,11 @@ def _scan(text) -> tuple[list[_Block], dict]:
                 pending = _Block("timings", no)
                 snap(pending)             # its context: the lines before its first timing line
                 pending.build = run_build
-                pending.cached, cache_rm = cache_rm, None
+                tk = _SLOT_TASK_RE.search(ln)
+                task = tk.group(1) if tk else timing_task
+                pending.cached = cache_rm.pop(task, None) if task in cache_rm else cache_rm.get(None)
+                pending.alongside = sorted(ended.pop(task, None) or in_flight.pop(task, ()), key=int)
+                cache_rm.pop(None, None)
             pending.timing[which] = entry
             if which == "tg":   # a run's pair is complete (or a lone eval line: its depth is not known)
                 blocks.append(pending)
@@ -2809,9 +2836,26 @@ def _scan(text) -> tuple[list[_Block], dict]:
         bm = _BUILD_START_RE.match(ln)
         if bm:
             run_build = (bm.group(2), int(bm.group(1)))
+        dr = _DRAFT_RE.search(ln)
+        if dr:   # after the timings it belongs to
+            last = pending if pending is not None else next((x for x in reversed(blocks) if x.kind == "timings"), None)
+            if last is not None and last.draft is None:
+                last.draft = (no, f"'{dr.group(0)}'")
         cr = _CACHE_RM_RE.search(ln)
+        tk = _SLOT_TASK_RE.search(ln) if (cr or "print_timing" in ln or "new prompt" in ln) else None
         if cr:
-            cache_rm = (no, int(cr.group(1)), cr.group(0))
+            cache_rm.setdefault(tk.group(1) if tk else None, (no, int(cr.group(1)), cr.group(0)))
+        elif tk and "print_timing" in ln:
+            timing_task = tk.group(1)
+        elif _NEW_PROMPT_RE.search(ln):
+            cache_rm.pop(tk.group(1) if tk else None, None)
+        tk = _SLOT_TASK_RE.search(ln) if "task" in ln else None
+        if tk and _TASK_START_RE.search(ln) and tk.group(1) not in in_flight:
+            for others in in_flight.values():
+                others.add(tk.group(1))
+            in_flight[tk.group(1)] = set(in_flight)
+        elif tk and _TASK_END_RE.search(ln) and tk.group(1) in in_flight:
+            ended[tk.group(1)] = in_flight.pop(tk.group(1))
         for key, rx in _LOADER:
             lm = rx.search(ln)
             if lm:
@@ -3490,6 +3534,8 @@ def _pasted_serve(b, ctx, meta, inferred, text_before, models_seen):
     o["backend"] = o.get("backend") or (bm.group(1) if bm else ("sglang" if sglang else "vllm"))
     n_cards = meta.get("n_cards")
     r = _serve_record(ctx, line, o, tool=tool, model_name=None, n_cards=n_cards, resolved=(model, how))
+    if r is None:
+        return []
     inferred = dict(inferred, model=how)
     if pre.get("max_concurrency") == "None":
         inferred["max_concurrency"] = "unlimited (the paste's `Maximum request concurrency: None`)"
@@ -3877,7 +3923,16 @@ def _pasted_timings(b, ctx, meta, inferred, text_before, models_seen):
                                  "cached prefix, which its timing line does not count)")
             out.append(_clean({**base, "source": ctx.source(line), "test": "pp", "n_prompt": n, "n_gen": 0,
                                "n_depth": depth, "n_streams": 1, "avg_ts": ts, "seconds": sec}))
-    if tg and not (pp and pp[2] > 0):
+    if b.alongside:     # another slot's task ran in the same decode steps: no one stream's speed
+        ctx.notice((pp or tg)[0], f"timings of a request that ran alongside task{'s' * (len(b.alongside) > 1)} "
+                                  f"{', '.join(b.alongside)} on other slots (-np): its speeds share the GPU's steps "
+                                  "with them, not one stream's; left out")
+        return []
+    draft = b.draft or ((b.cmd[0], "a draft model on the command line") if _DRAFT_OPT.search(cmdline) else None)
+    if tg and draft:
+        ctx.notice(tg[0], f"eval time: speculative decoding ({draft[1]}, line {draft[0]}): its speed counts the "
+                          "draft tokens each step accepted, which the cost model does not price; left out")
+    elif tg and not (pp and pp[2] > 0):
         ctx.notice(tg[0], "eval time without a prompt eval line of its own (or of 0 tokens): the depth it ran at "
                           "is not known; left out")
     elif tg:
@@ -4260,8 +4315,23 @@ def _no_generation_check(ctx, line, o, backend=None, out_tok_s_key="output_throu
                           "glmbench's serving records are generation runs (output tokens/s)")
 
 
+def _speculative(o) -> str | None:
+    """What says a serving run decoded speculatively (a draft model, EAGLE, MTP, n-gram): vLLM's spec_decode_*
+    fields (vllm/benchmarks/serve.py, from the server's /metrics) or SGLang's accept_length (null without)."""
+    said = [f"{k} {v:g}" if isinstance(v, (int, float)) else f"{k} {v}" for k, v in o.items() if (k.startswith("spec_decode_") or k == "accept_length")
+            and isinstance(v, (int, float, str)) and not isinstance(v, bool) and str(v).strip() not in ("", "0", "0.0")]
+    return ", ".join(said[:2]) or None
+
+
 def _serve_record(ctx, line, o, *, tool, model_name, model_field="model_id", n_cards=None, type_k=None,
                   out_tok_s_key="output_throughput", resolved=None):
+    """A serving run's record; None, with a notice, for a run that decoded speculatively: its TPOT and output
+    throughput count the draft tokens each step accepted, which the cost model does not price."""
+    spec = _speculative(o)
+    if spec:
+        ctx.notice(line, f"speculative decoding ({spec}): its TPOT and output throughput count the draft tokens "
+                         "each step accepted, which the cost model does not price; the run is left out")
+        return None
     completed = _num(ctx, line, "completed", o.get("completed"), integer=True, minimum=0)
     if not completed:
         _fail(ctx.path, line, "no request completed (`completed` is 0): no speed")
@@ -4314,6 +4384,8 @@ def _read_vllm(text, ctx):
         if "model_id" not in o:
             _fail(ctx.path, line, "not a vllm bench serve result (no `model_id`)")
         r = _serve_record(ctx, line, o, tool="vllm bench serve", model_name=o.get("model_id"))
+        if r is None:
+            continue
         w = checkpoint_quant(o.get("model_id"))
         if w:   # "Qwen/Qwen2.5-32B-Instruct-AWQ"
             r["weights"] = w
@@ -4376,7 +4448,11 @@ def _read_server_json(text, ctx):
         if n_p and ms_p:
             out.append(_clean({**r, "test": "pp", "n_prompt": n_p, "n_gen": 0, "n_depth": cache,
                                "avg_ts": n_p / (ms_p / 1e3), "seconds": ms_p / 1e3}))
-        if n_g and ms_g:
+        if n_g and ms_g and t.get("draft_n"):   # a draft model ran (speculative decoding): see _pasted_timings
+            ctx.notice(line, f"timings.predicted_ms: speculative decoding (draft_n {t['draft_n']}, draft_n_accepted "
+                             f"{t.get('draft_n_accepted')}): its speed counts the draft tokens each step accepted, "
+                             "which the cost model does not price; left out")
+        elif n_g and ms_g:
             out.append(_clean({**r, "test": "tg", "n_prompt": 0, "n_gen": n_g, "n_depth": cache + n_p,
                                "avg_ts": n_g / (ms_g / 1e3), "seconds": ms_g / 1e3}))
     return out
@@ -4393,6 +4469,8 @@ def _read_sglang(text, ctx):
         r = _serve_record(ctx, line, o, tool="sglang bench_serving", model_name=name, model_field=field,
                           n_cards=tp if isinstance(tp, int) and tp > 0 else None,
                           type_k=_kv_name(si.get("kv_cache_dtype")))
+        if r is None:
+            continue
         if o.get("tag"):
             r["tag"] = o["tag"]
         # the server's batch limits as it reports them (max_running_requests, chunked_prefill_size)
