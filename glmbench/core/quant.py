@@ -473,11 +473,37 @@ SWIGLU_CHUNK_BYTES = 32 << 20
 SWIGLU_CHUNK_ALIGN = 16    # rows per chunk a multiple of the GEMM tiles' token groups
 
 
+def mlp_shapes(x, w_gate, w_up, w_down) -> None:
+    """A gated MLP's weights against each other and x (gate, up [F, D], down [D, F]; each a float array or
+    QTensor), so a wrong one is named (not the inner calls' `weight` / `g` and `u`)."""
+    shapes = [tuple(getattr(w, "shape", ())) for w in (w_gate, w_up, w_down)]
+    D = np.shape(x)[-1] if np.ndim(x) else None
+    if len(shapes[0]) != 2:
+        raise ValueError(f"`w_gate` must be 2-D [F, D], got shape {shapes[0]}")
+    F = shapes[0][0]
+    for name, got, want in (("w_gate", shapes[0], (F, D)), ("w_up", shapes[1], (F, D)), ("w_down", shapes[2], (D, F))):
+        if got != want:
+            raise ValueError(f"`{name}` has shape {got}; x [..., {D}] and w_gate [{F}, {shapes[0][1]}] need {want}")
+
+
+def down_proj(h, w_down, what, **kw) -> np.ndarray:
+    """An MLP's down projection of its activation h: where h is not finite, one ValueError saying so (the
+    linear's own check would blame its `x`, which the caller never passed, for NaN/inf weights or an overflow).
+    h is scanned only after such a refusal, so a valid call costs nothing more."""
+    try:
+        return _any_linear(h, w_down, **kw)
+    except ValueError:
+        if np.isfinite(h).all():
+            raise
+        raise ValueError(f"{what} is not finite (NaN/inf in the gate or up weights, or an overflow)") from None
+
+
 def swiglu(x, w_gate, w_up, w_down, **kw) -> np.ndarray:
     """down(silu(gate x) * up x) where any of the weights may be a QTensor (SiLU and the product
     in float32). x [T, D] or [D]. A prefill whose [T, F] activations would pass SWIGLU_CHUNK_BYTES
     runs in chunks of rows (each row's numbers are the same: every kernel here computes a token's
     row on its own), so its activations reuse the heap's kept blocks."""
+    mlp_shapes(x, w_gate, w_up, w_down)
     F = int(w_gate.shape[0])
     if isinstance(x, np.ndarray) and x.ndim == 2 and x.shape[0] * F * 4 > SWIGLU_CHUNK_BYTES:
         rows = max(SWIGLU_CHUNK_ALIGN, SWIGLU_CHUNK_BYTES // (F * 4) // SWIGLU_CHUNK_ALIGN * SWIGLU_CHUNK_ALIGN)
@@ -496,7 +522,7 @@ def _swiglu_rows(x, w_gate, w_up, w_down, **kw) -> np.ndarray:
     if h is g and not h.flags.writeable:
         h = h.copy()
     _core.silu_act(h, np.asarray(u, dtype=np.float32))
-    return _any_linear(h, w_down, **kw)
+    return down_proj(h, w_down, "swiglu: silu(gate x) * up x", **kw)
 
 
 def moe_experts(x, topk_idx, topk_weight, w_gate: QTensor, w_up: QTensor, w_down: QTensor, **kw):
