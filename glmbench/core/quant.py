@@ -58,6 +58,23 @@ def row_bytes(fmt: str, k: int) -> int:
     return k // qk * bb
 
 
+def _shape_arg(shape, name="shape") -> tuple:
+    """A tensor's logical shape: a non-empty sequence of ints >= 0 (else one ValueError / TypeError naming it;
+    an empty one was an IndexError, a negative one a byte count of -144 or NumPy's "negative dimensions")."""
+    try:
+        dims = tuple(shape)
+    except TypeError:
+        raise TypeError(f"`{name}` must be a sequence of ints, got {type(shape).__name__} {shape!r}") from None
+    if not dims:
+        raise ValueError(f"`{name}` must have at least 1 dimension, got {dims}")
+    for d in dims:
+        if isinstance(d, (bool, np.bool_)) or not isinstance(d, (int, np.integer)):
+            raise TypeError(f"`{name}` must be a sequence of ints, got {dims!r}")
+        if d < 0:
+            raise ValueError(f"`{name}` must not have negative sizes, got {dims}")
+    return tuple(int(d) for d in dims)
+
+
 def gguf_format(type_name: str):
     """The QTensor format that holds a GGUF tensor of ggml type `type_name` ("Q4_K" -> "q4_K") as
     stored, or None when glmbench has no kernel reading that type (it is dequantized on load)."""
@@ -130,7 +147,7 @@ class QTensor:
     @classmethod
     def from_bytes(cls, buf, fmt: str, shape) -> "QTensor":
         """Wrap raw ggml bytes (e.g. a GGUF tensor's data, no copy) as a QTensor of logical `shape`."""
-        shape = tuple(int(s) for s in shape)
+        shape = _shape_arg(shape)
         a = np.frombuffer(buf, dtype=np.uint8) if not isinstance(buf, np.ndarray) else buf.view(np.uint8).reshape(-1)
         rb = row_bytes(fmt, shape[-1])
         n = int(np.prod(shape[:-1], dtype=np.int64)) * rb
@@ -255,6 +272,8 @@ def quantize_mxfp4(x: np.ndarray) -> np.ndarray:
     stores it), each value the nearest d * kvalues_mxfp4 (the first on ties). Blocks whose amax is
     below 2^-125 (e would be negative, which ggml's uint8 cast wraps) get e = 0."""
     x = np.asarray(x, dtype=np.float32)
+    if x.ndim < 1:
+        raise ValueError(f"`x` must have at least 1 dimension [..., K], got shape {x.shape}")
     k = x.shape[-1]
     if k % 32:
         raise ValueError(f"mxfp4 stores blocks of 32; row length {k} is not a multiple")
@@ -416,7 +435,7 @@ def quantize_chunks(chunks, shape, fmt: str) -> QTensor:
     fid = _fmt_id(fmt)
     if fmt in K_FORMATS and fmt != "mxfp4":
         raise NotImplementedError(f"glmbench has no {fmt} quantizer: {fmt} weights are read as stored from a GGUF file")
-    shape = tuple(int(s) for s in shape)
+    shape = _shape_arg(shape)
     k = shape[-1]
     rows = int(np.prod(shape[:-1], dtype=np.int64))
     data = np.empty((rows, row_bytes(fmt, k)), np.uint8)
