@@ -460,3 +460,18 @@ def test_gpt_oss_moe_and_sparsemixer_refuse_bad_input(rng):
         ops.sparsemixer_route(x[0], w[0])
     idx, wt = ops.sparsemixer_route(x, w[0], 0.0)
     assert np.isfinite(wt).all() and idx.shape == (4, 2)
+
+
+@pytest.mark.parametrize("jitter", [0.0, 0.01, 0.3])
+def test_sparsemixer_route_matches_float64_reference(rng, jitter):
+    """ops.sparsemixer_route (Phi-3.5-MoE's router, NumPy float32 around the C matmul) had no float64 twin in
+    core/reference.py (only HF's, in test_model_hf.py, which needs torch): the same experts, weights within
+    float32 rounding of reference.sparsemixer_route."""
+    from glmbench.core import ops
+    x = rng.standard_normal((40, 24)).astype(np.float32)
+    wr = rng.standard_normal((8, 24)).astype(np.float32)
+    idx, wt = ops.sparsemixer_route(x, wr, jitter)
+    ridx, rwt = ref.sparsemixer_route(x, wr, jitter)
+    np.testing.assert_array_equal(idx, ridx)
+    np.testing.assert_allclose(wt, rwt, rtol=1e-5, atol=0)
+    assert (wt <= 1).all() and (wt > 0).all() and (idx[:, 0] != idx[:, 1]).all()
