@@ -363,6 +363,72 @@ def test_block_bad_input(rng):
     assert cache.length(0) == 3
 
 
+def test_block_refuses_a_bad_weight_before_appending(rng):
+    """A weight of the wrong shape was found only after the new K/V were appended (o_proj: a failed call left
+    the cache 5 tokens longer) or deep in NumPy ("cannot reshape array of size 400 into shape (5,6,16)"); a
+    model_layer past the config, a KVCacheGroup, a list for `w` and uint64 positions past int64 (wrapped to
+    negative ones) went through or failed deep inside. Each is now one error naming it, the cache unchanged."""
+    from glmbench.core.kvcache import KVCacheGroup
+    cfg = tiny_cfg("qwen3-32b")
+    w = tiny_weights(rng, cfg, bias=True)
+    x = rng.standard_normal((5, cfg.hidden_size)).astype(np.float32)
+    cache = KVCache.gqa(2, 16, cfg.n_kv_heads, cfg.head_dim, kv="f32", block_size=4)
+    bad = [("o_proj.weight", w["o_proj.weight"][:, :-1], r"'o_proj.weight' has shape \(48, 95\); the config needs \(48, 96\)"),
+           ("q_proj.weight", w["q_proj.weight"][:-16], r"'q_proj.weight' has shape \(80, 48\); the config needs \(96, 48\)"),
+           ("v_proj.bias", w["v_proj.bias"][:3], r"'v_proj.bias' has shape \(3,\); the config needs \(32,\)"),
+           ("o_proj.bias", np.zeros(3, np.float32), r"'o_proj.bias' has shape \(3,\)")]
+    for name, a, msg in bad:
+        with pytest.raises(ValueError, match=msg):
+            gqa_block(x, {**w, name: a}, cache, 0, np.arange(5), cfg)
+        assert cache.length(0) == 0
+    with pytest.raises(ValueError, match=r"`model_layer`=2 is out of range for a model of 2 layers"):
+        gqa_block(x, w, cache, 0, np.arange(5), cfg, model_layer=2)
+    with pytest.raises(ValueError, match=r"`model_layer`=-1 is out of range"):
+        gqa_block(x, w, cache, 0, np.arange(5), cfg, model_layer=-1)
+    with pytest.raises(ValueError, match=r"`positions` must fit int64"):
+        gqa_block(x, w, cache, 0, np.arange(5, dtype=np.uint64) + np.uint64(2**63), cfg)
+    with pytest.raises(TypeError, match=r"`w` must be a dict"):
+        gqa_block(x, list(w.values()), cache, 0, np.arange(5), cfg)
+    group = KVCacheGroup(16, [(cfg.n_kv_heads, cfg.head_dim, cfg.head_dim)] * 2, kv="f32")
+    with pytest.raises(TypeError, match=r"KVCacheGroup: pass the part holding the layer.*cache.locate"):
+        gqa_block(x, w, group, 0, np.arange(5), cfg)
+    assert cache.length(0) == 0 and group.length(0) == 0
+    part, j = group.locate(1)
+    y = gqa_block(x, w, part, j, np.arange(5), cfg, model_layer=1)
+    r, _, _ = ref.gqa_block(x, w, np.arange(5), cfg, model_layer=1)
+    np.testing.assert_allclose(y, r, rtol=0, atol=5e-5)
+
+
+def test_sink_attention_twin_refuses_bad_input(rng):
+    """gqa_sink_attention (the NumPy twin) failed deep inside on bad input (AttributeError for a list of sinks,
+    einsum's "Size of label 'd'", ZeroDivisionError for 0 KV heads), returned NaN for a NaN query and took
+    window=0 (every key masked) and a negative scale; now one ValueError / TypeError naming the argument."""
+    from glmbench.core.attention import gqa_sink_attention
+    q = rng.standard_normal((3, 4, 8)).astype(np.float32)
+    k = rng.standard_normal((7, 2, 8)).astype(np.float32)
+    v = rng.standard_normal((7, 2, 8)).astype(np.float32)
+    sk = rng.standard_normal(4).astype(np.float32)
+    np.testing.assert_allclose(gqa_sink_attention(q, k, v, sk, window=3),
+                               ref.gqa_attention(q, k, v, window=3, sinks=sk), rtol=0, atol=1e-5)
+    with pytest.raises(TypeError, match=r"`sinks` must be a float numpy.ndarray, got list"):
+        gqa_sink_attention(q, k, v, sk.tolist())
+    for a in ((q, k[:, :, :4], v, sk), (q, k, v[:5], sk), (q, k[:, :0], v[:, :0], sk), (q, k[:2], v[:2], sk)):
+        with pytest.raises(ValueError, match=r"gqa_sink_attention: q .* do not fit"):
+            gqa_sink_attention(*a)
+    with pytest.raises(ValueError, match=r"`q` contains NaN or inf"):
+        gqa_sink_attention(np.full_like(q, np.nan), k, v, sk)
+    with pytest.raises(ValueError, match=r"`q` must be 3-D"):
+        gqa_sink_attention(q[0], k, v, sk)
+    with pytest.raises(ValueError, match=r"`window` must be None or an int >= 1, got 0"):
+        gqa_sink_attention(q, k, v, sk, window=0)
+    with pytest.raises(ValueError, match=r"`scale` must be a positive finite number"):
+        gqa_sink_attention(q, k, v, sk, scale=-1.0)
+    c = _filled(rng, 2, 8, 8, 0, 3, layer=0)
+    for kw, name in ((dict(scale="a"), "scale"), (dict(softcap="a"), "softcap"), (dict(scale=None, softcap=True), "softcap")):
+        with pytest.raises(TypeError, match=rf"`{name}` must be a number"):
+            gqa_attention(q, c, 0, **kw)
+
+
 # ---- oracle 2: HF transformers' attention module ----------------------------------------------
 
 @pytest.mark.slow

@@ -441,6 +441,26 @@ def test_block_bad_input(rng):
     assert cache.length(0) == 3
 
 
+def test_block_refuses_a_bad_weight_before_appending(rng):
+    """kv_b_proj or o_proj of the wrong shape (or kv_b_proj missing) failed only after the latents were
+    appended: a failed call left the cache 3 tokens longer; q_b_proj's failed in NumPy's reshape. Now one
+    ValueError naming the weight and the shape the config needs, the cache unchanged."""
+    cfg = tiny_cfg("glm-4.7-flash")
+    w = tiny_weights(rng, cfg)
+    cache = KVCache.mla(1, 8, cfg.kv_lora_rank, cfg.qk_rope_head_dim, kv="f32")
+    x = rng.standard_normal((3, cfg.hidden_size)).astype(np.float32)
+    for name, cut in (("kv_b_proj.weight", np.s_[:-1]), ("o_proj.weight", np.s_[:, :-1]), ("q_b_proj.weight", np.s_[:-1]),
+                      ("kv_a_proj_with_mqa.weight", np.s_[:-1])):
+        with pytest.raises(ValueError, match=rf"attention weight '{name}' has shape .*; the config needs"):
+            mla_block(x, {**w, name: w[name][cut]}, cache, 0, np.arange(3), cfg)
+        assert cache.length(0) == 0
+    with pytest.raises(KeyError, match=r"kv_b_proj.weight"):
+        mla_block(x, {k: a for k, a in w.items() if k != "kv_b_proj.weight"}, cache, 0, np.arange(3), cfg)
+    assert cache.length(0) == 0
+    mla_block(x, w, cache, 0, np.arange(3), cfg)
+    assert cache.length(0) == 3
+
+
 # ---- oracle 2: HF transformers' attention module ----------------------------------------------
 
 @pytest.mark.slow

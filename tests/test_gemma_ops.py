@@ -60,3 +60,37 @@ def test_a_gemma_config_with_another_activation_is_refused_not_run_as_geglu(mt):
     assert any("hidden_activation 'silu'" in x for x in cfg.forward_unsupported())
     with pytest.raises(Exception, match="hidden_activation 'silu'"):
         Model(cfg, max_context=16)
+
+
+def test_mlp_weight_errors_name_the_weight(rng):
+    """geglu (and quant.swiglu, which ops.swiglu calls for QTensor weights) named their inner calls'
+    arguments: a wrong w_up was "`g` and `u` must have the same shape", a wrong w_down "`weight` has shape
+    (8, 3) ... x.shape[-1]", and a NaN gate weight or an overflow "`x` contains NaN / inf" though x was finite.
+    Now the weight is named, and a non-finite activation is said to be one."""
+    from glmbench.core import quant
+    x = rng.standard_normal((3, 32)).astype(np.float32)
+    g, u, d = (rng.standard_normal(s).astype(np.float32) * 0.1 for s in ((64, 32), (64, 32), (32, 64)))
+    for fn, W in ((ops.geglu, lambda a: a), (ops.swiglu, lambda a: quant.quantize(np.ascontiguousarray(a), "q8_0"))):
+        with pytest.raises(ValueError, match=r"`w_up` has shape \(32, 32\); .* need \(64, 32\)"):
+            fn(x, W(g), W(u[:32]), W(d))
+        with pytest.raises(ValueError, match=r"`w_down` has shape \(32, 32\); .* need \(32, 64\)"):
+            fn(x, W(g), W(u), W(d[:, :32]))
+    with pytest.raises(ValueError, match=r"geglu: gelu_tanh\(gate x\) \* up x is not finite"):
+        ops.geglu(x, np.full_like(g, np.nan), u, d)
+    with pytest.raises(ValueError, match=r"geglu: gelu_tanh\(gate x\) \* up x is not finite"):
+        ops.geglu(np.full_like(x, 1e30), g, u, d)
+    np.testing.assert_allclose(ops.geglu(x, g, u, d), ref.geglu(x, g, u, d), rtol=0, atol=1e-5)
+
+
+def test_scalar_arguments_are_named(rng):
+    """A non-number scalar raised float()'s own message ("could not convert string to float: 'a'", "float()
+    argument must be ... not 'NoneType'"), naming no argument; softcap took cap=True as 1.0."""
+    x = rng.standard_normal((2, 8)).astype(np.float32)
+    w = np.ones(8, np.float32)
+    for call, name in ((lambda v: ops.softcap(x, v), "cap"), (lambda v: ops.rms_norm(x, w, v), "eps"),
+                       (lambda v: ops.layer_norm(x, w, v), "eps"),
+                       (lambda v: ops.moe_route(x, w[None].repeat(4, 0), top_k=2, routed_scaling_factor=v),
+                        "routed_scaling_factor")):
+        for bad in ("a", None, True):
+            with pytest.raises(TypeError, match=rf"`{name}` must be a number"):
+                call(bad)

@@ -773,7 +773,8 @@ def test_sparsemixer_route_matches_hf(jitter):
     rng = np.random.default_rng(11)
     x = rng.standard_normal((200, 32)).astype(np.float32)
     wr = (rng.standard_normal((8, 32)) / 32 ** 0.5).astype(np.float32)
-    idx, wt = glmbench.core.ops.sparsemixer_route(x, wr, jitter)
+    from glmbench.core import ops   # (glmbench.core.ops as an attribute only exists once something imported it)
+    idx, wt = ops.sparsemixer_route(x, wr, jitter)
     with torch.no_grad():
         mult, sel = sparsemixer(torch.from_numpy(x) @ torch.from_numpy(wr).T, jitter_eps=jitter, training=False)
     np.testing.assert_array_equal(idx, sel.numpy())

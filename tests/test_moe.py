@@ -425,3 +425,53 @@ def test_experts_bad_input(rng):
         glmbench.moe_experts(x, idx, badw, g, g, d)
     with pytest.raises(TypeError, match=r"`shared` must be None or a \(w_gate, w_up, w_down\) tuple"):
         glmbench.moe(x, np.ones((E, D), np.float32), g, g, d, top_k=1, shared=g)
+
+
+def test_gpt_oss_moe_and_sparsemixer_refuse_bad_input(rng):
+    """ops.moe_gpt_oss met fewer experts in w_gate than the router has with an IndexError from its loop, a
+    1-D x with "tuple index out of range", a wrong router_bias or b_gate as the inner linear's `bias`, a NaN
+    alpha as "`x` contains NaN", and took float64 x (every other op refuses it); clamped_swiglu's shapes
+    failed in NumPy's broadcasting; sparsemixer_route with jitter_eps < 0 gave inf weights. Now each is one
+    error naming the argument."""
+    from glmbench.core import ops
+    E, F, D = 5, 8, 16
+    x = rng.standard_normal((4, D)).astype(np.float32)
+    w = [rng.standard_normal(s).astype(np.float32) / 3 for s in ((E, D), (E,), (E, F, D), (E, F, D), (E, D, F),
+                                                                   (E, F), (E, F), (E, D))]
+    y, _ = ops.moe_gpt_oss(x, *w, top_k=2)
+    np.testing.assert_allclose(y, ref.moe_gpt_oss(x, *w, top_k=2), rtol=0, atol=1e-5)
+    for i, name, bad in ((2, "w_gate", w[2][:2]), (1, "router_bias", w[1][:2]), (5, "b_gate", w[5][:, :3]),
+                         (4, "w_down", w[4][:, :, :3])):
+        ww = list(w)
+        ww[i] = bad
+        with pytest.raises(ValueError, match=rf"moe_gpt_oss: `{name}` has shape .*, want"):
+            ops.moe_gpt_oss(x, *ww, top_k=2)
+    with pytest.raises(ValueError, match=r"`x` must be 2-D"):
+        ops.moe_gpt_oss(x[0], *w, top_k=2)
+    with pytest.raises(TypeError, match=r"`x` must be a float32 numpy.ndarray, got float64"):
+        ops.moe_gpt_oss(x.astype(np.float64), *w, top_k=2)
+    with pytest.raises(ValueError, match=r"`alpha` must be finite"):
+        ops.moe_gpt_oss(x, *w, top_k=2, alpha=float("nan"))
+    with pytest.raises(ValueError, match=r"`gate` and `up` must have the same shape"):
+        ops.clamped_swiglu(x, x[:2])
+    with pytest.raises(ValueError, match=r"`jitter_eps` must be finite and >= 0, got -1"):
+        ops.sparsemixer_route(x, w[0], -1.0)
+    with pytest.raises(ValueError, match=r"`x` must be a 2-D numpy.ndarray"):
+        ops.sparsemixer_route(x[0], w[0])
+    idx, wt = ops.sparsemixer_route(x, w[0], 0.0)
+    assert np.isfinite(wt).all() and idx.shape == (4, 2)
+
+
+@pytest.mark.parametrize("jitter", [0.0, 0.01, 0.3])
+def test_sparsemixer_route_matches_float64_reference(rng, jitter):
+    """ops.sparsemixer_route (Phi-3.5-MoE's router, NumPy float32 around the C matmul) had no float64 twin in
+    core/reference.py (only HF's, in test_model_hf.py, which needs torch): the same experts, weights within
+    float32 rounding of reference.sparsemixer_route."""
+    from glmbench.core import ops
+    x = rng.standard_normal((40, 24)).astype(np.float32)
+    wr = rng.standard_normal((8, 24)).astype(np.float32)
+    idx, wt = ops.sparsemixer_route(x, wr, jitter)
+    ridx, rwt = ref.sparsemixer_route(x, wr, jitter)
+    np.testing.assert_array_equal(idx, ridx)
+    np.testing.assert_allclose(wt, rwt, rtol=1e-5, atol=0)
+    assert (wt <= 1).all() and (wt > 0).all() and (idx[:, 0] != idx[:, 1]).all()

@@ -599,3 +599,22 @@ def test_overflow_message_from_a_parallel_quantize():
     x[300, 7] = 1e6
     with pytest.raises(ValueError, match=r"`x` cannot be quantized: row 300: a block scale overflows float16"):
         quant.quantize(x, "q4_0")
+
+
+def test_shape_arguments_are_checked():
+    """QTensor.from_bytes(buf, fmt, ()) and quantize_chunks(..., ()) raised IndexError ('tuple index out of
+    range'), a negative size said the tensor "needs -144" bytes or NumPy's "negative dimensions are not
+    allowed", and quantize_mxfp4 of a 0-d array IndexError; now one error naming the shape (or x)."""
+    raw = quant.quantize(np.ones((4, 64), np.float32), "q4_0").data.tobytes()
+    for bad, err, msg in (((), ValueError, r"`shape` must have at least 1 dimension"),
+                          ((-4, 64), ValueError, r"`shape` must not have negative sizes"),
+                          ((4.0, 64), TypeError, r"`shape` must be a sequence of ints"),
+                          (64, TypeError, r"`shape` must be a sequence of ints")):
+        with pytest.raises(err, match=msg):
+            quant.QTensor.from_bytes(raw, "q4_0", bad)
+        with pytest.raises(err, match=msg):
+            quant.quantize_chunks([np.zeros(256, np.float32)], bad, "q8_0")
+    with pytest.raises(ValueError, match=r"`x` must have at least 1 dimension"):
+        quant.quantize_mxfp4(np.float32(1))
+    qt = quant.QTensor.from_bytes(raw, "q4_0", (4, 64))
+    np.testing.assert_array_equal(qt.dequantize(), np.ones((4, 64), np.float32))

@@ -47,7 +47,7 @@ MLA_STRATEGIES = vocab.MLA_STRATEGIES
 def _opt_scale(scale):
     if scale is None:
         return 0.0  # the C core's "default": 1/sqrt(query-key head dim)
-    s = float(scale)
+    s = ops._float_arg("scale", scale)
     if not (s > 0.0 and np.isfinite(s)):
         raise ValueError(f"`scale` must be a positive finite number, got {scale!r}")
     return s
@@ -91,7 +91,7 @@ def gqa_attention(q: np.ndarray, cache, layer: int, *, scale: float | None = Non
             raise ValueError(f"`window` must be None or an int >= 1, got {window}")
     cap = 0.0
     if softcap is not None:
-        cap = float(softcap)
+        cap = ops._float_arg("softcap", softcap)
         if not (cap > 0.0 and np.isfinite(cap)):
             raise ValueError(f"`softcap` must be None or a positive finite number, got {softcap!r}")
     return _core.gqa_attention(q, cache, _layer(layer), _opt_scale(scale), _opt_splits(n_splits),
@@ -271,6 +271,8 @@ def _positions(positions, T):
         raise TypeError(f"`positions` must be integers, got {p.dtype}")
     if p.shape != (T,):
         raise ValueError(f"`positions` must have shape ({T},) to match x, got {p.shape}")
+    if p.dtype.kind == "u" and p.size and int(p.max()) > np.iinfo(np.int64).max:   # (the cast below would wrap it)
+        raise ValueError(f"`positions` must fit int64, got {int(p.max())}")
     return np.ascontiguousarray(p, dtype=np.int64)
 
 
@@ -285,13 +287,36 @@ def _x2d(x, D):
 
 
 def _need(w, name):
+    if not hasattr(w, "get"):
+        raise TypeError(f"`w` must be a dict of the layer's attention weights by HF name, got {type(w).__name__}")
     try:
         return w[name]
     except KeyError:
         raise KeyError(f"attention weights lack {name!r} (names are relative to 'model.layers.<i>.self_attn.')") from None
 
 
+def _shaped(w, name, shape, what, need=True):
+    """w[name] (a float array, QTensor or KVBSplit) after checking its shape is `shape` (`what`: the config's
+    sizes it follows), so a wrong weight is refused before the block appends to the cache; None where the
+    weight is optional (need=False) and absent."""
+    a = _need(w, name) if need else w.get(name)
+    if a is not None and tuple(getattr(a, "shape", ())) != tuple(shape):
+        raise ValueError(f"attention weight {name!r} has shape {tuple(getattr(a, 'shape', ()))}; the config needs "
+                         f"{tuple(shape)} ({what})")
+    return a
+
+
+def _model_layer(cfg, layer, model_layer):
+    li = layer if model_layer is None else _layer(model_layer)
+    if not 0 <= li < cfg.n_layers:
+        raise ValueError(f"`model_layer`={li} is out of range for a model of {cfg.n_layers} layers")
+    return li
+
+
 def _check_cache(cache, layer, kind, T):
+    if getattr(cache, "parts", None) is not None and hasattr(cache, "locate"):   # a KVCacheGroup
+        raise TypeError(f"`cache` is a KVCacheGroup: pass the part holding the layer and its index there, "
+                        f"cache.locate(layer) -> (part, index)")
     if getattr(cache, "kind", None) != kind:
         raise ValueError(f"`cache` must be a {kind.upper()} KVCache, got {cache!r}")
     layer = _layer(layer)
@@ -321,7 +346,7 @@ def gqa_block(x: np.ndarray, w: dict, cache, layer: int, positions, cfg, model_l
     if Hq % Hkv:
         raise ValueError(f"cfg.n_heads={Hq} is not a multiple of cfg.n_kv_heads={Hkv}")
     layer = _check_cache(cache, layer, "gqa", T)
-    li = layer if model_layer is None else _layer(model_layer)
+    li = _model_layer(cfg, layer, model_layer)
     win = cfg.layer_window(li)
     cw = cache.windows[layer]
     if cw and cw != win:
@@ -330,6 +355,7 @@ def gqa_block(x: np.ndarray, w: dict, cache, layer: int, positions, cfg, model_l
     if (cache.n_kv_heads, cache.head_dim, cache.v_head_dim) != (Hkv, Dh, Dv):
         raise ValueError(f"`cache` holds {cache.n_kv_heads} KV heads of {cache.head_dim}/{cache.v_head_dim} dims; "
                          f"cfg needs {Hkv} of {Dh}/{Dv}")
+    _gqa_weights(w, cfg, Hq, Hkv, Dh, Dv)
     gate = None
     if cfg.attn_output_gate and "gate_proj.weight" in w:
         # AFMoE: its own gate_proj gives each head channel's gate (HF AfmoeAttention); q_proj the queries alone
@@ -377,6 +403,20 @@ def gqa_block(x: np.ndarray, w: dict, cache, layer: int, positions, cfg, model_l
     return ops.linear(np.ascontiguousarray(o.reshape(T, Hq * Dv)), _need(w, "o_proj.weight"), w.get("o_proj.bias"))
 
 
+def _gqa_weights(w, cfg, Hq, Hkv, Dh, Dv):
+    """The projections' shapes against the config (before anything is appended to the cache)."""
+    D = cfg.hidden_size
+    own_gate = cfg.attn_output_gate and w.get("gate_proj.weight") is not None
+    nq = (2 if cfg.attn_output_gate and not own_gate else 1) * Hq * Dh
+    for name, rows, cols, what in (("q_proj", nq, D, "query heads x head_dim" + (" x 2 (query, gate)" if nq == 2 * Hq * Dh else "")),
+                                   ("k_proj", Hkv * Dh, D, "n_kv_heads x head_dim"), ("v_proj", Hkv * Dv, D, "n_kv_heads x v_head_dim"),
+                                   ("o_proj", D, Hq * Dv, "hidden_size, heads x v_head_dim")):
+        _shaped(w, name + ".weight", (rows, cols), what + ", hidden_size" if name != "o_proj" else what)
+        _shaped(w, name + ".bias", (rows,), "the projection's rows", need=False)
+    if own_gate:
+        _shaped(w, "gate_proj.weight", (Hq * Dv, D), "heads x v_head_dim, hidden_size")
+
+
 def _hf_deinterleaves(cfg) -> bool:
     """HF glm4_moe_lite / deepseek_v3 with rope_interleave (default True) write the rotated rope dims
     de-interleaved (evens then odds; modeling_glm4_moe_lite.apply_rotary_pos_emb_interleave,
@@ -402,6 +442,17 @@ def mla_block(x: np.ndarray, w: dict, cache, layer: int, positions, cfg, strateg
     layer = _check_cache(cache, layer, "mla", T)
     if (cache.kv_lora_rank, cache.rope_dim) != (R, Dr):
         raise ValueError(f"`cache` holds latents of {cache.kv_lora_rank} + {cache.rope_dim}; cfg needs {R} + {Dr}")
+    # the projections' shapes against the config, before anything is appended to the cache
+    D = cfg.hidden_size
+    if cfg.q_lora_rank:
+        _shaped(w, "q_a_proj.weight", (cfg.q_lora_rank, D), "q_lora_rank, hidden_size")
+        _shaped(w, "q_b_proj.weight", (H * (Dn + Dr), cfg.q_lora_rank), "heads x (qk_nope + qk_rope), q_lora_rank")
+    else:
+        _shaped(w, "q_proj.weight", (H * (Dn + Dr), D), "heads x (qk_nope + qk_rope), hidden_size")
+    _shaped(w, "kv_a_proj_with_mqa.weight", (R + Dr, D), "kv_lora_rank + qk_rope, hidden_size")
+    _shaped(w, "kv_b_proj.weight", (H * (Dn + Dv), R), "heads x (qk_nope + v_head_dim), kv_lora_rank")
+    _shaped(w, "o_proj.weight", (D, H * Dv), "hidden_size, heads x v_head_dim")
+    _shaped(w, "o_proj.bias", (D,), "hidden_size", need=False)
     eps = getattr(cfg, "latent_norm_eps", 1e-6)
     if cfg.q_lora_rank:
         # q_a and kv_a read the same x: one call where quant.fuse_rows stacked them (same numbers)
@@ -442,15 +493,27 @@ def gqa_sink_attention(q: np.ndarray, k: np.ndarray, v: np.ndarray, sinks: np.nd
     its denominator, whose probability is dropped. q[T, Hq, Dh] are the LAST T of the L positions of
     k[L, Hkv, Dh] / v[L, Hkv, Dv]; query head j reads KV head j // (Hq / Hkv); window as
     gqa_attention. float32 throughout -> [T, Hq, Dv]."""
-    q = np.asarray(q, np.float32)
-    k = np.asarray(k, np.float32)
-    v = np.asarray(v, np.float32)
+    arrs = {}
+    for name, a in (("q", q), ("k", k), ("v", v), ("sinks", sinks)):
+        if not isinstance(a, np.ndarray) or a.dtype.kind != "f":
+            raise TypeError(f"`{name}` must be a float numpy.ndarray, got {getattr(a, 'dtype', type(a).__name__)}")
+        if a.ndim != (1 if name == "sinks" else 3):
+            raise ValueError(f"`{name}` must be {'1-D [Hq]' if name == 'sinks' else '3-D'}, got shape {a.shape}")
+        a = np.asarray(a, np.float32)
+        if not np.isfinite(a).all():
+            raise ValueError(f"`{name}` contains NaN or inf")
+        arrs[name] = a
+    q, k, v, sinks = arrs["q"], arrs["k"], arrs["v"], arrs["sinks"]
     T, Hq, Dh = q.shape
     L, Hkv = k.shape[0], k.shape[1]
-    if Hq % Hkv or sinks.shape != (Hq,) or L < T:
-        raise ValueError(f"gqa_sink_attention: q {q.shape}, k {k.shape}, sinks {sinks.shape} do not fit")
+    if Hkv < 1 or Hq % Hkv or k.shape[2] != Dh or v.shape[:2] != (L, Hkv) or sinks.shape != (Hq,) or L < T:
+        raise ValueError(f"gqa_sink_attention: q {q.shape} [T, Hq, Dh], k {k.shape} [L >= T, Hkv | Hq, Dh], "
+                         f"v {v.shape} [L, Hkv, Dv], sinks {sinks.shape} [Hq] do not fit")
+    if window is not None and (isinstance(window, (bool, np.bool_)) or not isinstance(window, (int, np.integer))
+                               or window < 1):
+        raise ValueError(f"`window` must be None or an int >= 1, got {window!r}")
     g = Hq // Hkv
-    sc = np.float32(Dh ** -0.5 if scale is None else scale)
+    sc = np.float32(Dh ** -0.5 if scale is None else _opt_scale(scale))
     qg = q.reshape(T, Hkv, g, Dh)
     s = np.einsum("tkgd,lkd->kgtl", qg, k, optimize=True) * sc          # [Hkv, g, T, L]
     pos = (L - T + np.arange(T))[:, None]
@@ -478,11 +541,12 @@ def gqa_sink_block(x: np.ndarray, w: dict, cache, layer: int, positions, cfg,
     pos = _positions(positions, T)
     Hq, Hkv, Dh, Dv = cfg.n_heads, cfg.n_kv_heads, cfg.head_dim, cfg.v_head_dim or cfg.head_dim
     layer = _check_cache(cache, layer, "gqa", T)
-    li = layer if model_layer is None else _layer(model_layer)
+    li = _model_layer(cfg, layer, model_layer)
     win, cw = cfg.layer_window(li), cache.windows[layer]
     if cw and cw != win:
         raise ValueError(f"cache layer {layer} keeps a window of {cw} tokens but model layer {li} attends to "
                          f"{'all tokens' if win is None else f'{win} tokens'}")
+    _gqa_weights(w, cfg, Hq, Hkv, Dh, Dv)
     q = ops.linear(x, _need(w, "q_proj.weight"), w.get("q_proj.bias")).reshape(T, Hq, Dh)
     k = ops.linear(x, _need(w, "k_proj.weight"), w.get("k_proj.bias")).reshape(T, Hkv, Dh)
     v = ops.linear(x, _need(w, "v_proj.weight"), w.get("v_proj.bias")).reshape(T, Hkv, Dv)

@@ -65,6 +65,17 @@ def workspace_blocks() -> int:
     return _core.workspace_blocks()
 
 
+def _float_arg(name: str, v) -> float:
+    """float(v) for a scalar argument, or one TypeError naming it (float() alone says "could not convert
+    string to float: 'a'" or "float() argument must be ... not 'NoneType'", naming nothing)."""
+    if isinstance(v, (bool, np.bool_)):
+        raise TypeError(f"`{name}` must be a number, got {v!r}")
+    try:
+        return float(v)
+    except (TypeError, ValueError):
+        raise TypeError(f"`{name}` must be a number, got {type(v).__name__} {v!r}") from None
+
+
 # ---- norm ---------------------------------------------------------------------------------
 def rms_norm(x: np.ndarray, weight: np.ndarray, eps: float = 1e-6) -> np.ndarray:
     """RMSNorm over the last axis. x: [..., D] float32, weight: [D] float32 -> same shape."""
@@ -72,7 +83,7 @@ def rms_norm(x: np.ndarray, weight: np.ndarray, eps: float = 1e-6) -> np.ndarray
     shape = x.shape
     if x.ndim < 1 or shape[-1] < 1:
         raise ValueError(f"`x` must have at least 1 dimension and a last axis of at least 1, got shape {shape}")
-    y = _core.rms_norm(x.reshape(-1, shape[-1]) if x.ndim != 2 else x, weight, float(eps))
+    y = _core.rms_norm(x.reshape(-1, shape[-1]) if x.ndim != 2 else x, weight, _float_arg("eps", eps))
     return y.reshape(shape)
 
 
@@ -90,7 +101,8 @@ def layer_norm(x: np.ndarray, weight: np.ndarray, eps: float = 1e-5) -> np.ndarr
                          f"got {shape}")
     if w.ndim not in (1, 2):
         raise ValueError(f"`weight` must be [D] or [heads, D], got shape {w.shape}")
-    y = _core.layer_norm(x.reshape(-1, shape[-1]) if x.ndim != 2 else x, w.reshape(-1, w.shape[-1]), float(eps))
+    y = _core.layer_norm(x.reshape(-1, shape[-1]) if x.ndim != 2 else x, w.reshape(-1, w.shape[-1]),
+                         _float_arg("eps", eps))
     return y.reshape(shape)
 
 
@@ -262,14 +274,15 @@ def geglu(x: np.ndarray, w_gate, w_up, w_down) -> np.ndarray:
     one csrc/layer.c runs too)."""
     if not isinstance(x, np.ndarray):
         raise TypeError(f"`x` must be a numpy.ndarray, got {type(x).__name__}")
+    _quant.mlp_shapes(x, w_gate, w_up, w_down)
     h = np.ascontiguousarray(linear(x, w_gate), dtype=np.float32)
     _core.geglu_act(h, np.ascontiguousarray(linear(x, w_up), dtype=np.float32))
-    return linear(h, w_down)
+    return _quant.down_proj(h, w_down, "geglu: gelu_tanh(gate x) * up x")
 
 
 def softcap(x: np.ndarray, cap: float) -> np.ndarray:
     """cap * tanh(x / cap), float32, a new array (Gemma's final_logit_softcapping); cap > 0."""
-    cap = float(cap)
+    cap = _float_arg("cap", cap)
     if not (cap > 0.0 and np.isfinite(cap)):
         raise ValueError(f"`cap` must be a positive finite number, got {cap!r}")
     y = np.asarray(x, dtype=np.float32) / np.float32(cap)
@@ -354,7 +367,7 @@ def moe_route(x: np.ndarray, router_weight: np.ndarray, *, top_k: int, scoring: 
     return _core.moe_route(x, router_weight, _int_arg("top_k", top_k), _SCORING[scoring], bias,
                            _int_arg("n_group", n_group), _int_arg("topk_group", topk_group),
                            -1 if group_score is None else _GROUP_SCORE[group_score], bool(norm_topk_prob),
-                           float(routed_scaling_factor))
+                           _float_arg("routed_scaling_factor", routed_scaling_factor))
 
 
 def moe_experts(x: np.ndarray, topk_idx: np.ndarray, topk_weight: np.ndarray, w_gate: np.ndarray,
@@ -401,6 +414,11 @@ def sparsemixer_route(x: np.ndarray, router_weight, jitter_eps: float = 0.01):
     the second the best of the rest m2, weighted by the softmax, over the rest, of the logits within m2's band.
     Two experts whatever top_k says, the weights not renormalised. NumPy float32 (HF's) around the C matmul.
     x[T, D] f32, router_weight[E, D] (E >= 2) -> (topk_idx[T, 2] int32, topk_weight[T, 2] float32)."""
+    jitter_eps = _float_arg("jitter_eps", jitter_eps)
+    if not (np.isfinite(jitter_eps) and jitter_eps >= 0):   # (below 0 no logit is in the first expert's band:
+        raise ValueError(f"`jitter_eps` must be finite and >= 0, got {jitter_eps}")   # weights of 1/0 = inf)
+    if not isinstance(x, np.ndarray) or x.ndim != 2:
+        raise ValueError(f"`x` must be a 2-D numpy.ndarray [T, D], got {type(x).__name__} of shape {np.shape(x)}")
     s = np.asarray(linear(x, router_weight), dtype=np.float32)
     if s.ndim != 2 or s.shape[1] < 2:
         raise ValueError(f"sparsemixer routes to two experts: it needs at least 2, got logits of shape {s.shape}")
@@ -431,6 +449,11 @@ def clamped_swiglu(gate: np.ndarray, up: np.ndarray, alpha: float = SWIGLU_ALPHA
                    limit: float = SWIGLU_LIMIT) -> np.ndarray:
     """GPT-OSS's gate (HF GptOssExperts._apply_gate): gate clamped to <= limit, up to [-limit, limit];
     (up + 1) * gate * sigmoid(alpha * gate). float32."""
+    if np.shape(gate) != np.shape(up):
+        raise ValueError(f"`gate` and `up` must have the same shape, got {np.shape(gate)} and {np.shape(up)}")
+    alpha, limit = _float_arg("alpha", alpha), _float_arg("limit", limit)
+    if not (np.isfinite(alpha) and np.isfinite(limit) and limit > 0):
+        raise ValueError(f"`alpha` must be finite and `limit` finite and > 0, got {alpha} and {limit}")
     g = np.minimum(np.asarray(gate, np.float32), np.float32(limit))
     u = np.clip(np.asarray(up, np.float32), np.float32(-limit), np.float32(limit))
     return (u + np.float32(1)) * (g / (np.float32(1) + np.exp(-np.float32(alpha) * g)))
@@ -443,10 +466,24 @@ def moe_gpt_oss(x: np.ndarray, router_weight, router_bias, w_gate, w_up, w_down,
     down_e(clamped_swiglu(gate_e x + b_gate[e], up_e x + b_up[e])) + b_down[e]. w_gate/w_up [E, F, D],
     w_down [E, D, F] (float32, float16, bf16 uint16 bits or QTensor per expert slice via `linear`),
     biases float32. x[T, D] float32 -> (y[T, D] float32, counts[E] int64)."""
-    x = np.ascontiguousarray(x, dtype=np.float32)
+    if not isinstance(x, np.ndarray) or x.dtype != np.float32:
+        raise TypeError(f"`x` must be a float32 numpy.ndarray, got {getattr(x, 'dtype', type(x).__name__)}")
+    if x.ndim != 2:
+        raise ValueError(f"`x` must be 2-D [T, D], got shape {x.shape}")
+    x = np.ascontiguousarray(x)
     k = _int_arg("top_k", top_k)
+    clamped_swiglu(np.zeros(1, np.float32), np.zeros(1, np.float32), alpha, limit)   # alpha, limit checked
+    T, D = x.shape
+    E = int(np.shape(router_weight)[0]) if np.ndim(router_weight) == 2 else -1
+    F = int(np.shape(w_gate)[1]) if len(np.shape(w_gate)) == 3 else -1
+    want = {"router_weight": (E, D), "router_bias": (E,), "w_gate": (E, F, D), "w_up": (E, F, D), "w_down": (E, D, F),
+            "b_gate": (E, F), "b_up": (E, F), "b_down": (E, D)}
+    got = dict(zip(want, (router_weight, router_bias, w_gate, w_up, w_down, b_gate, b_up, b_down)))
+    for name, shape in want.items():   # (an expert missing from w_gate was an IndexError in the loop below)
+        if E < 1 or F < 1 or tuple(np.shape(got[name]) if not hasattr(got[name], "shape") else got[name].shape) != shape:
+            raise ValueError(f"moe_gpt_oss: `{name}` has shape {tuple(getattr(got[name], 'shape', np.shape(got[name])))}, "
+                             f"want {shape} (E experts of F = w_gate.shape[1] for x [T, D={D}])")
     logits = linear(x, router_weight, np.asarray(router_bias, np.float32))
-    E = logits.shape[1]
     if not 1 <= k <= E:
         raise ValueError(f"`top_k`={k} must be in [1, {E}]")
     idx = np.argsort(-logits, axis=1, kind="stable")[:, :k]
@@ -483,7 +520,8 @@ def gated_delta_rule(q: np.ndarray, k: np.ndarray, v: np.ndarray, g: np.ndarray,
         if q.ndim != 3:
             raise ValueError(f"`q` must be 3-D [T, Hk, dk], got shape {q.shape}")
         scale = q.shape[2] ** -0.5 if q.shape[2] else 1.0   # dk = 0: the C core's size check says so
-    return _core.gated_delta_rule(q, k, v, g, beta, state, float(scale), bool(qk_l2norm), float(l2_eps))
+    return _core.gated_delta_rule(q, k, v, g, beta, state, _float_arg("scale", scale), bool(qk_l2norm),
+                                  _float_arg("l2_eps", l2_eps))
 
 
 def causal_conv1d(x: np.ndarray, weight: np.ndarray, state: np.ndarray | None = None, *,

@@ -58,6 +58,23 @@ def row_bytes(fmt: str, k: int) -> int:
     return k // qk * bb
 
 
+def _shape_arg(shape, name="shape") -> tuple:
+    """A tensor's logical shape: a non-empty sequence of ints >= 0 (else one ValueError / TypeError naming it;
+    an empty one was an IndexError, a negative one a byte count of -144 or NumPy's "negative dimensions")."""
+    try:
+        dims = tuple(shape)
+    except TypeError:
+        raise TypeError(f"`{name}` must be a sequence of ints, got {type(shape).__name__} {shape!r}") from None
+    if not dims:
+        raise ValueError(f"`{name}` must have at least 1 dimension, got {dims}")
+    for d in dims:
+        if isinstance(d, (bool, np.bool_)) or not isinstance(d, (int, np.integer)):
+            raise TypeError(f"`{name}` must be a sequence of ints, got {dims!r}")
+        if d < 0:
+            raise ValueError(f"`{name}` must not have negative sizes, got {dims}")
+    return tuple(int(d) for d in dims)
+
+
 def gguf_format(type_name: str):
     """The QTensor format that holds a GGUF tensor of ggml type `type_name` ("Q4_K" -> "q4_K") as
     stored, or None when glmbench has no kernel reading that type (it is dequantized on load)."""
@@ -130,7 +147,7 @@ class QTensor:
     @classmethod
     def from_bytes(cls, buf, fmt: str, shape) -> "QTensor":
         """Wrap raw ggml bytes (e.g. a GGUF tensor's data, no copy) as a QTensor of logical `shape`."""
-        shape = tuple(int(s) for s in shape)
+        shape = _shape_arg(shape)
         a = np.frombuffer(buf, dtype=np.uint8) if not isinstance(buf, np.ndarray) else buf.view(np.uint8).reshape(-1)
         rb = row_bytes(fmt, shape[-1])
         n = int(np.prod(shape[:-1], dtype=np.int64)) * rb
@@ -255,6 +272,8 @@ def quantize_mxfp4(x: np.ndarray) -> np.ndarray:
     stores it), each value the nearest d * kvalues_mxfp4 (the first on ties). Blocks whose amax is
     below 2^-125 (e would be negative, which ggml's uint8 cast wraps) get e = 0."""
     x = np.asarray(x, dtype=np.float32)
+    if x.ndim < 1:
+        raise ValueError(f"`x` must have at least 1 dimension [..., K], got shape {x.shape}")
     k = x.shape[-1]
     if k % 32:
         raise ValueError(f"mxfp4 stores blocks of 32; row length {k} is not a multiple")
@@ -416,7 +435,7 @@ def quantize_chunks(chunks, shape, fmt: str) -> QTensor:
     fid = _fmt_id(fmt)
     if fmt in K_FORMATS and fmt != "mxfp4":
         raise NotImplementedError(f"glmbench has no {fmt} quantizer: {fmt} weights are read as stored from a GGUF file")
-    shape = tuple(int(s) for s in shape)
+    shape = _shape_arg(shape)
     k = shape[-1]
     rows = int(np.prod(shape[:-1], dtype=np.int64))
     data = np.empty((rows, row_bytes(fmt, k)), np.uint8)
@@ -473,11 +492,37 @@ SWIGLU_CHUNK_BYTES = 32 << 20
 SWIGLU_CHUNK_ALIGN = 16    # rows per chunk a multiple of the GEMM tiles' token groups
 
 
+def mlp_shapes(x, w_gate, w_up, w_down) -> None:
+    """A gated MLP's weights against each other and x (gate, up [F, D], down [D, F]; each a float array or
+    QTensor), so a wrong one is named (not the inner calls' `weight` / `g` and `u`)."""
+    shapes = [tuple(getattr(w, "shape", ())) for w in (w_gate, w_up, w_down)]
+    D = np.shape(x)[-1] if np.ndim(x) else None
+    if len(shapes[0]) != 2:
+        raise ValueError(f"`w_gate` must be 2-D [F, D], got shape {shapes[0]}")
+    F = shapes[0][0]
+    for name, got, want in (("w_gate", shapes[0], (F, D)), ("w_up", shapes[1], (F, D)), ("w_down", shapes[2], (D, F))):
+        if got != want:
+            raise ValueError(f"`{name}` has shape {got}; x [..., {D}] and w_gate [{F}, {shapes[0][1]}] need {want}")
+
+
+def down_proj(h, w_down, what, **kw) -> np.ndarray:
+    """An MLP's down projection of its activation h: where h is not finite, one ValueError saying so (the
+    linear's own check would blame its `x`, which the caller never passed, for NaN/inf weights or an overflow).
+    h is scanned only after such a refusal, so a valid call costs nothing more."""
+    try:
+        return _any_linear(h, w_down, **kw)
+    except ValueError:
+        if np.isfinite(h).all():
+            raise
+        raise ValueError(f"{what} is not finite (NaN/inf in the gate or up weights, or an overflow)") from None
+
+
 def swiglu(x, w_gate, w_up, w_down, **kw) -> np.ndarray:
     """down(silu(gate x) * up x) where any of the weights may be a QTensor (SiLU and the product
     in float32). x [T, D] or [D]. A prefill whose [T, F] activations would pass SWIGLU_CHUNK_BYTES
     runs in chunks of rows (each row's numbers are the same: every kernel here computes a token's
     row on its own), so its activations reuse the heap's kept blocks."""
+    mlp_shapes(x, w_gate, w_up, w_down)
     F = int(w_gate.shape[0])
     if isinstance(x, np.ndarray) and x.ndim == 2 and x.shape[0] * F * 4 > SWIGLU_CHUNK_BYTES:
         rows = max(SWIGLU_CHUNK_ALIGN, SWIGLU_CHUNK_BYTES // (F * 4) // SWIGLU_CHUNK_ALIGN * SWIGLU_CHUNK_ALIGN)
@@ -496,7 +541,7 @@ def _swiglu_rows(x, w_gate, w_up, w_down, **kw) -> np.ndarray:
     if h is g and not h.flags.writeable:
         h = h.copy()
     _core.silu_act(h, np.asarray(u, dtype=np.float32))
-    return _any_linear(h, w_down, **kw)
+    return down_proj(h, w_down, "swiglu: silu(gate x) * up x", **kw)
 
 
 def moe_experts(x, topk_idx, topk_weight, w_gate: QTensor, w_up: QTensor, w_down: QTensor, **kw):

@@ -193,6 +193,30 @@ def moe(x, router_weight, w_gate, w_up, w_down, *, shared=None, **route_kwargs):
     return y, counts
 
 
+def sparsemixer_route(x, router_weight, jitter_eps=0.01):
+    """Phi-3.5-MoE's sparsemixer at inference (HF modeling_phimoe.sparsemixer, training=False) in float64:
+    logits s = x W^T; expert 1 = argmax s (the lower index on ties), weighted by the softmax, taken at it, of
+    the logits within its band ((m1 - s) / max(|s|, m1) <= 2 jitter_eps; the others -inf); expert 2 = the
+    argmax of the rest, weighted by the softmax over the rest (expert 1 excluded) of the logits within m2's
+    band. -> (idx [T, 2], weights [T, 2])."""
+    s = _f64(x) @ _f64(router_weight).T
+    T = s.shape[0]
+    idx = np.zeros((T, 2), np.int32)
+    w = np.zeros((T, 2))
+    for t in range(T):
+        rest = s[t].copy()
+        for j in range(2):
+            e = int(np.argmax(rest))
+            m = rest[e]
+            with np.errstate(invalid="ignore", divide="ignore"):
+                far = (m - s[t]) / np.maximum(np.abs(s[t]), m) > 2.0 * jitter_eps
+            gates = np.where(far, -np.inf, rest)
+            w[t, j] = 1.0 / np.exp(gates - m).sum()
+            idx[t, j] = e
+            rest[e] = -np.inf
+    return idx, w
+
+
 # ---- gqa ----------------------------------------------------------------------------------
 def attention(q, k, v, scale=None, window=None, softcap=None, sinks=None):
     """Causal softmax attention with one K/V head per query head: q[T, H, Dk], k[L, H, Dk],
