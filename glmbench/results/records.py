@@ -456,7 +456,17 @@ class ResultStore:
 
     @property
     def records(self) -> list[dict]:
-        return [r for r in self._held if self.key(r) not in self._added] + list(self._added.values())
+        """The file's records with this store's: a point it stored again (a retimed unstable point, a
+        replaced one) where the file had it, new points after the file's."""
+        out, placed = [], set()
+        for r in self._held:
+            k = self.key(r)
+            if k not in self._added:
+                out.append(r)
+            elif k not in placed:
+                out.append(self._added[k])
+                placed.add(k)
+        return out + [r for k, r in self._added.items() if k not in placed]
 
     def get(self, key: tuple) -> dict | None:
         return self._by_key.get(key)
