@@ -481,7 +481,7 @@ def _table_columns(rows):
 
 
 # ---- study options shared by report and sweep ----------------------------------------------------
-# The study's defaults are Study's own (glmbench/report/__init__.py): the CLI reads them from there.
+# The study's defaults are Study's own (glmbench/report/study.py): the CLI reads them from there.
 _STUDY = Study()
 DEFAULT_MODELS = _STUDY.models
 

@@ -245,6 +245,28 @@ def test_the_studys_own_profile_joins_the_search(tmp_path):
     assert fd.findings(report.Study(models=("qwen3-32b",))) is None
 
 
+def test_profiles_that_refuse_the_studys_setup_are_left_out_not_fatal(tmp_path):
+    """`glmbench report --weights fp8` (typical prices any format) and `glmbench report --hardware host`
+    ended in an error about `ik_llama.cpp`, a runtime the user never named: the findings search tried every
+    shipped profile, and the runtime models refuse vLLM's formats and CPU rigs. Those are left out of the
+    search, the report says which and why, and the rest is searched as before."""
+    study = report.Study(weights="fp8", depths=(1024, 8192, 65536), cards=(1,))
+    f = fd.findings(study, dense=["qwen3-32b"])
+    names = [r["name"] for r in f["runtimes"]]
+    out = {r["name"]: r["why"] for r in f["left_out"]}
+    assert {"llama.cpp", "ik_llama.cpp", "llama.cpp-vulkan"} <= set(out) and "typical" in names and "vllm" in names
+    assert not set(out) & set(names) and set(out) | set(names) == set(fd.runtime_names())
+    assert all("fp8" in why for why in out.values())
+    gen = next(r for r in f["rows"] if r["key"] == "generation")
+    assert {r["runtime"] for r in gen["results"]} == set(names)
+    res = report.run(report.Study(weights="fp8", depths=(1024, 8192, 65536), cards=(1,), concurrency=(1,)),
+                     tmp_path / "rep", progress=False)
+    text = open(res["report"]).read()
+    assert "left out" in text and "`ik_llama.cpp`" in text.split("## The study, point by point")[1].split("1. **")[0]
+    # the default study: nothing left out
+    assert fd.Search(report.Study(depths=(1024, 8192), cards=(1,))).left_out == []
+
+
 def test_crossover_rows_say_whether_the_own_mla_value_was_fitted():
     """The chart's marker for a profile's own MLA efficiency: fitted (ik_llama.cpp's MLA decode,
     fitted to its public sources) or a physics value (typical; mainline llama.cpp-vulkan, whose

@@ -311,6 +311,26 @@ def test_does_not_fit_crosses_of_two_models_at_one_concurrency_both_show():
     assert pos[0][0] == pytest.approx(pos[1][0]) and abs(pos[0][1] - pos[1][1]) > 5   # same x, apart in y
 
 
+def test_does_not_fit_crosses_past_every_fitting_point_are_inside_the_axes():
+    # one model on one card fits 1-4 streams only (`report --model qwen3-32b --cards 1`): its crosses at 8-64
+    # were drawn with a transform that does not widen the x range, so they fell right of the axes, off the
+    # figure (matplotlib warned "constrained_layout not applied") and the chart showed none of them
+    recs = [dict(BASE, test="serve", model="a", n_depth=4096, concurrency=c, aggregate_tok_s=10.0 * c, fits=c <= 4)
+            for c in (1, 2, 4, 8, 16, 32, 64)]
+    fig = plots.throughput_vs_concurrency(recs)
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    import warnings
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        fig.draw(FigureCanvasAgg(fig).get_renderer())
+    ax = fig.axes[0]
+    crosses = [l for l in ax.lines if l.get_marker() == "x" and len(l.get_xdata())]
+    assert sorted(l.get_xdata()[0] for l in crosses) == [8.0, 16.0, 32.0, 64.0]
+    lo, hi = ax.get_xlim()
+    assert lo <= 1.0 and hi >= 64.0
+    assert list(ax.get_xticks()) == [1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0]
+
+
 def test_crossover_labels_stay_clear_of_the_legend_and_each_other():
     # a and b cross at 50K on one card and on two (the same overtaking): one line and one label naming both
     # rigs; the legend, over the top of the axes where the labels go, hid them, and a label per rig piled up

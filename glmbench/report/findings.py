@@ -94,6 +94,20 @@ class Search:
         self.dense = tuple(dense) if dense is not None else cx.study_dense()
         rts = runtime_names() if runtimes is None else list(runtimes)
         self.runtimes = [cm.load_runtime(r) for r in rts]       # each profile resolved once
+        self.left_out: list[dict] = []
+        if runtimes is None:
+            # a shipped profile that cannot price the study's setups (a runtime model on a CPU rig, or at a
+            # format it has no kernels for: vLLM's fp8 under llama.cpp) is left out, with why, not fatal
+            kept = []
+            for r in self.runtimes:
+                try:
+                    for n in study.cards:
+                        study.setup(MLA_MODEL, n, runtime=r)
+                except ValueError as e:
+                    self.left_out.append({"name": r.name, "why": str(e)})
+                else:
+                    kept.append(r)
+            self.runtimes = kept
         if runtimes is None and study.runtime_profile.name not in rts:
             self.runtimes.append(study.runtime_profile)         # the study's own (e.g. calibrated:FILE) too
         self.rt = {r.name: r for r in self.runtimes}
@@ -460,7 +474,7 @@ def findings(study, *, dense=None, runtimes=None) -> dict | None:
     cross = [{"dense_model": m, "runtime": rt, "n_cards": n, "crossover_depth": S.crossover(m, rt, n),
               "max_depth": S.grid[-1]} for rt in S.rt for n in S.cards for m in S.dense]
     return {"rows": rows, "likely": likely, "summary": _summary(S, likely), "records": S.records,
-            "crossover": curves, "crossover_depths": cross, "dense_models": list(S.dense),
+            "crossover": curves, "crossover_depths": cross, "dense_models": list(S.dense), "left_out": S.left_out,
             "runtimes": [{"name": r.name, "evidence": "calibrated" if r.calibrated else "predicted",
                           "cv_error": r.cv_error,
                           "cv_bands": {t: {m: r.cv_band(t, configs.load(m)) for m in (MLA_MODEL, *S.dense)}

@@ -542,6 +542,10 @@ def throughput_vs_concurrency(records: Sequence[dict], *, title: str | None = No
                 transform=offset_copy(ax.transData, fig=fig, y=9 * k, units="points"))
     if bad:
         ax.plot([], [], "x", color="0.3", ms=8, mew=2, label="not all streams fit in memory (model colour)")
+        # the crosses' offset transform does not widen the x range: a cross past every fitting point
+        # (one rig running out at 8 streams) fell right of the axes, off the figure
+        ax.update_datalim([(c, 0.0) for c, _ in crosses], updatey=False)
+        ax.autoscale_view(scaley=False)
     cs = sorted({float(r["concurrency"]) for r in recs})
     ax.set_xscale("log", base=2)
     ax.xaxis.set_major_locator(FixedLocator(cs))

@@ -369,6 +369,9 @@ def _findings(finds, study: Study) -> list:
          "cards as the dense model it is compared with. What the study's words mean (\"~x\": within "
          f"{100 * finds['criteria']['approx']:.0f}%, ...) is fixed in report/findings.py before any combination is "
          "evaluated; nothing is tuned. The records behind every figure are in `findings.json`.", ""]
+    if finds.get("left_out"):
+        L += ["Shipped profiles left out, as they cannot price this study's setups: "
+              + "; ".join(f"`{r['name']}` ({r['why'].rstrip('.')})" for r in finds["left_out"]) + ".", ""]
     for i, f in enumerate(finds["rows"], 1):
         L += [f"{i}. **{f['finding']}** (study: {f['study']}). **{f['headline'][0].upper() + f['headline'][1:]}** "
               f"({f['n_reproduced']} of {f['n']} combinations).",
