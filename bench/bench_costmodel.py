@@ -4,7 +4,6 @@ and memory at each point). Target: under 1 second. Not a test; run it on a quiet
     python bench/bench_costmodel.py            # timing
     python bench/bench_costmodel.py --study    # also print the predicted default study (docs/COSTMODEL.md)
 """
-import sys
 import time
 
 from glmbench.predict import hardware
@@ -80,6 +79,10 @@ def study():
 
 
 if __name__ == "__main__":
+    import argparse
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--study", action="store_true", help="also print the predicted default study (docs/COSTMODEL.md)")
+    a = ap.parse_args()
     main()
-    if "--study" in sys.argv:
+    if a.study:
         study()
