@@ -269,6 +269,33 @@ def test_a_prefill_too_long_to_price_is_refused_at_once(monkeypatch):
         cm.prefill_batch(s, ub, 4)
 
 
+def test_a_layer_split_decode_too_large_to_price_is_refused_at_once(monkeypatch):
+    """decode() under layer split prices a batch of more streams than one ubatch a ubatch at a time, as a prefill,
+    but had no bound: `decode(setup, 0, 2 ** 30)` on two cards was 2M passes (ten minutes and more at n_ubatch 512,
+    hours at ubatch=1) while the list of every pass's op costs grew past the machine's memory. Past
+    MAX_PREFILL_UBATCHES it is refused before any pass, as a prefill is; up to it, each pass's costs are summed as
+    they come, exactly as the whole list summed once."""
+    s = cm.Setup("qwen3-8b", hw.Rig("rtx-3090", 2), split="layer")
+    ub = s.n_ubatch
+    d = 1000
+    monkeypatch.setattr(cm, "MAX_PREFILL_UBATCHES", 3)
+    with pytest.raises(ValueError, match=f"a decode step of {3 * ub + 1:,} streams under layer split is 4 ubatches "
+                                         f"of {ub}, each priced on its own: more than the 3 one prediction prices"):
+        cm.decode(s, d, 3 * ub + 1)
+    r = cm.decode(s, d, 3 * ub)
+    passes = [cm._pass(s, ub, cm._decode_work(s.model, d, ub), ub)[2] for _ in range(3)]
+    want = cm._merge([o for p in passes for o in p])
+    assert [(o.name, o.card, o.count, o.flops, o.bytes, o.seconds) for o in r.ops] == \
+        [(o.name, o.card, o.count, o.flops, o.bytes, o.seconds) for o in want]
+    # one pass whatever the batch on one card or under tensor split: never refused
+    assert cm.decode(s.replace(rig=hw.Rig("rtx-3090", 2), split="tensor"), d, 3 * ub + 1).tok_s > 0
+    assert cm.decode(s.replace(rig="rtx-3090", split="none"), d, 3 * ub + 1).tok_s > 0
+    monkeypatch.undo()
+    n = cm.MAX_PREFILL_UBATCHES * ub + 1
+    with pytest.raises(ValueError, match=f"is {cm.MAX_PREFILL_UBATCHES + 1:,} ubatches of {ub}"):
+        cm.decode(s, 0, n)
+
+
 def test_expected_distinct_experts():
     f = cm.expected_distinct_experts
     assert f(64, 4, 1) == pytest.approx(4)

@@ -1924,25 +1924,32 @@ def decode(setup: Setup, depth: int, batch: int = 1) -> StepCost:
     if setup.split != "layer" or batch <= ub:
         card_s, link, costs = _pass(setup, batch, _decode_work(setup.model, depth, batch), batch)
         return StepCost(_sequential_seconds(setup, card_s, link), batch, costs, "decode", depth, batch)
-    stages, links, all_costs = [], [], []
-    for u in range(-(-batch // ub)):
+    n_ub = _check_ubatches(batch, ub, "decode")
+    stages, links, merged = [], [], {}
+    for u in range(n_ub):
         T = min(ub, batch - u * ub)
         card_s, link, costs = _pass(setup, T, _decode_work(setup.model, depth, T), T)
         stages.append(card_s)
         links.append(link)
-        all_costs.extend(costs)
-    return StepCost(_pipelined(stages, links, setup), batch, _merge(all_costs), "decode", depth, batch)
+        _merge_into(merged, costs)
+    return StepCost(_pipelined(stages, links, setup), batch, list(merged.values()), "decode", depth, batch)
 
 
 # A prefill is priced one ubatch at a time (each at its own depth): at most this many ubatches in one
 # prediction, about a minute's work for a large model (131,072 ubatches: 64M tokens at n_ubatch 512,
-# or a 128K prompt at n_ubatch 1). Past it a prompt would take hours to price, not to refuse.
+# or a 128K prompt at n_ubatch 1). Past it a prompt would take hours to price, not to refuse. The same
+# bound holds for a decode step under layer split, whose batch is priced a ubatch of streams at a time.
 MAX_PREFILL_UBATCHES = 1 << 17
 
 
-def _check_ubatches(n: int, ub: int) -> int:
-    """The number of ubatches of `ub` tokens in a prefill of `n`; a ValueError past MAX_PREFILL_UBATCHES."""
+def _check_ubatches(n: int, ub: int, step: str = "prefill") -> int:
+    """The number of ubatches of `ub` tokens in a prefill of `n` (or a layer-split decode step of `n`
+    streams, `step` "decode"); a ValueError past MAX_PREFILL_UBATCHES."""
     n_ub = -(-n // ub)
+    if n_ub > MAX_PREFILL_UBATCHES and step == "decode":
+        raise ValueError(f"a decode step of {n:,} streams under layer split is {n_ub:,} ubatches of {ub:,}, each "
+                         f"priced on its own: more than the {MAX_PREFILL_UBATCHES:,} one prediction prices (at most "
+                         f"{MAX_PREFILL_UBATCHES * ub:,} streams at this ubatch); price fewer streams or a larger ubatch")
     if n_ub > MAX_PREFILL_UBATCHES:
         raise ValueError(f"a prefill of {n:,} tokens is {n_ub:,} ubatches of {ub:,}, each priced on its own: more than "
                          f"the {MAX_PREFILL_UBATCHES:,} one prediction prices (at most {MAX_PREFILL_UBATCHES * ub:,} "
