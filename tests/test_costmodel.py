@@ -172,7 +172,13 @@ def test_two_card_allreduce_by_hand():
 
 def test_switched_fabric_is_sxm4_on_and_superchips_on_their_nvlink():
     assert hw.Rig("h100-sxm", 8).switched and hw.Rig("a100-sxm-80gb", 4).switched and hw.Rig("gb200", 4).switched
-    assert not hw.Rig("h100-sxm", 8, link_gbps=64.0).switched          # another link: a ring
+    assert not hw.Rig("h100-sxm", 8, link_gbps=64.0).switched          # a slower link: a ring
+    # a faster NVLink on the same fabric is still the switch: 4 x B200, tensor split, priced 851 tok/s at its
+    # 900 GB/s and 545 at 1800 (a ring's 2 (n - 1) latencies) before
+    assert hw.Rig("b200", 4, link_gbps=1800.0).switched
+    s = [cm.Setup("lfm2-1.2b", hw.Rig("b200", 4, link_gbps=g), split="tensor", weights="Q4_K_M", runtime="llama.cpp")
+         for g in (None, 1800.0)]
+    assert cm.decode(s[1], 0).tok_s >= cm.decode(s[0], 0).tok_s
     assert not hw.Rig("v100-sxm2-32gb", 8).switched                    # DGX-1's hybrid cube mesh
     assert not hw.Rig("h100-pcie", 4).switched and not hw.Rig("rtx-3090", 2).switched
     assert not hw.Rig("h100-sxm", 1).switched

@@ -560,15 +560,16 @@ class Rig:
     def switched(self) -> bool:
         """The cards reach each other through an NVLink switch: SXM4 and later SXM boards (HGX /
         DGX: NVSwitch) and the Grace superchips' NVLink domains, on the profile's own NVLink
-        bandwidth. Not SXM2 (DGX-1's hybrid cube mesh: not every pair linked), not PCIe cards
-        (bridged pairs at most), not a link given by another bandwidth."""
+        bandwidth or a faster one (a what-if NVLink on the same fabric: a faster link never prices
+        slower). Not SXM2 (DGX-1's hybrid cube mesh: not every pair linked), not PCIe cards
+        (bridged pairs at most), not a slower link (PCIe between the boards, say: a ring)."""
         g = self.gpu
         bus = str(getattr(g, "bus", "") or "")
         m = re.match(r"SXM(\d+)", bus)
         fabric = (m is not None and int(m.group(1)) >= 4) or bus.startswith("Superchip")
         nv = getattr(g, "nvlink_gbps", None)
         return bool(self.n_cards > 1 and fabric and nv and self.link_gbps is not None
-                    and float(self.link_gbps) == float(nv))
+                    and float(self.link_gbps) >= float(nv))
 
     @property
     def name(self) -> str:
