@@ -158,6 +158,37 @@ def test_malformed_csv_names_file_and_line(tmp_path, text, line, what):
         traces.read(p)
 
 
+def test_a_header_in_another_case_is_read(tmp_path):
+    """A header lower-cased by a script or spreadsheet (timestamp,contexttokens,generatedtokens) was refused
+    as no known layout; its columns are read as the layout's, and an error names the file's own column."""
+    p = tmp_path / "lower.csv"
+    p.write_text("timestamp,contexttokens,generatedtokens,extra\n2023-11-16 18:17:03.9799600,100,10,x\n"
+                 "2023-11-16 18:17:05.0000000,200,20,y\n")
+    t = traces.read(p)
+    assert t.meta["format"] == "azure" and t.prompt == [100, 200] and t.output == [10, 20]
+    assert t.arrival_s == [0.0, pytest.approx(1.02004, abs=1e-12)]
+    p.write_text("ARRIVAL_S,Prompt_Tokens,output_tokens\n0,100,10\n")
+    assert traces.read(p).meta["format"] == "plain"
+    p.write_text("timestamp,contexttokens,generatedtokens\n2023-11-16 18:17:03.9799600,-1,10\n")
+    with pytest.raises(ValueError, match=r"lower\.csv:2: `contexttokens` \(prompt tokens\) must be >= 1"):
+        traces.read(p)
+
+
+def test_a_semicolon_separated_header_is_named(tmp_path):
+    p = tmp_path / "semi.csv"
+    p.write_text("TIMESTAMP;ContextTokens;GeneratedTokens\n2023-11-16 18:17:03.9799600;100;10\n")
+    with pytest.raises(ValueError, match=r"semi\.csv:1: header must hold .*separated by ';'"):
+        traces.read(p)
+
+
+def test_unsorted_notice_counts_its_rows(tmp_path):
+    p = tmp_path / "u.csv"
+    p.write_text("arrival_s,prompt_tokens,output_tokens\n2,10,1\n1,10,1\n")
+    assert "(1 request arrives before the one above it)" in traces.read(p).meta["notices"][0]
+    p.write_text("arrival_s,prompt_tokens,output_tokens\n3,10,1\n2,10,1\n1,10,1\n")
+    assert "(2 requests arrive before the one above them)" in traces.read(p).meta["notices"][0]
+
+
 def test_unknown_name_and_bad_paths(tmp_path):
     with pytest.raises(ValueError, match="unknown trace"):
         traces.load("no-such-trace")

@@ -16,7 +16,7 @@ Readers:
 A request with 0 output tokens is one that failed in the traced system (real traces log them so):
 it stays in the Trace, the replay counts it as failed and does not run it. Rows out of time order
 are sorted (stable), with a notice in `meta["notices"]`; a byte-order mark before the header is
-ignored.
+ignored, and a CSV header's names are matched regardless of case (timestamp,contexttokens,... is Azure's).
 
 `load(name_or_path)` takes a built-in name (`TRACES`: the four public traces shipped in
 glmbench/data/traces/ with their licenses, see its README.md) or a file. A malformed line raises
@@ -292,8 +292,8 @@ def _trace(name, source, rows, block_tokens, meta=None):
     if back:
         order = sorted(range(len(A)), key=A.__getitem__)     # stable: equal arrivals keep file order
         A, Pr, Ou, H = ([col[i] for i in order] for col in (A, Pr, Ou, H))
-        notices.append(f"{source}: arrivals are not in time order ({back} request{'s' if back > 1 else ''} "
-                       "arrive before the one above them); replayed sorted by arrival")
+        notices.append(f"{source}: arrivals are not in time order ({back} request{'s arrive' if back > 1 else ' arrives'} "
+                       f"before the one above {'them' if back > 1 else 'it'}); replayed sorted by arrival")
     failed = Ou.count(0)
     if failed:
         notices.append(failed_notice(source, failed))
@@ -384,6 +384,23 @@ def _azure_seconds(head: str) -> int:
 _AZURE_TIME = re.compile(r"(\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2})(?:\.(\d+))?(Z|[+-]\d{2}:?\d{2})?")
 
 
+def _columns(header, want):
+    """The index of each column of `want` in `header`: the column of that name, else the one column
+    equal to it but for case (a header lower-cased by a script or spreadsheet); None where one is missing
+    (or two differ from it only in case)."""
+    folded = [h.casefold() for h in header]
+    out = []
+    for c in want:
+        if c in header:
+            out.append(header.index(c))
+            continue
+        m = [i for i, h in enumerate(folded) if h == c.casefold()]
+        if len(m) != 1:
+            return None
+        out.append(m[0])
+    return out
+
+
 def _read_csv(path, f, name):
     reader = csv.reader(f)
     try:
@@ -393,15 +410,15 @@ def _read_csv(path, f, name):
     azure = ["TIMESTAMP", "ContextTokens", "GeneratedTokens"]
     burst = ["Timestamp", "Request tokens", "Response tokens"]     # BurstGPT (also Model, Total tokens, Log Type)
     plain = ["arrival_s", "prompt_tokens", "output_tokens"]
-    if all(c in header for c in azure):
-        kind, cols = "azure", [header.index(c) for c in azure]
-    elif all(c in header for c in burst):
-        kind, cols = "burstgpt", [header.index(c) for c in burst]
-    elif all(c in header for c in plain):
-        kind, cols = "plain", [header.index(c) for c in plain]
+    for kind, want in (("azure", azure), ("burstgpt", burst), ("plain", plain)):
+        cols = _columns(header, want)
+        if cols is not None:
+            break
     else:
+        sep = next((d for d in (";", "\t", "|") if len(header) == 1 and d in header[0]), None)
         raise ValueError(f"{path}:1: header must hold {','.join(azure)} (Azure), {','.join(burst)} (BurstGPT) or "
-                         f"{','.join(plain)} (plain), got {','.join(header)}")
+                         f"{','.join(plain)} (plain), got {','.join(header)}"
+                         + (f" (its fields are separated by {sep!r}: a trace CSV's by commas)" if sep else ""))
     rows = _Rows()
     no_prompt = 0
     for lineno, rec in enumerate(reader, 2):
