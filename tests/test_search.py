@@ -435,6 +435,23 @@ def test_cli_search_writes_and_resumes(tmp_path, capsys):
     assert s2["reused"] == 8 and s2["chosen"] == s["chosen"]
 
 
+def test_no_setup_meets_names_the_nearest_as_closest():
+    """Targets no setup reaches (every one at 0%): the answer named the first setup evaluated (one RTX
+    3090) as "the closest", though an RTX 4090 misses them by less; at equal attainment the closest is
+    now the one whose p99 TTFT / TPOT are nearest the targets."""
+    tr = _azure(20)
+    obj = sr.Objective(ttft_slo_s=1e-4, tpot_slo_s=1e-4, max_rate=False)
+    res = sr.search(tr, obj, workers=1, models=["glm-4.7-flash"], gpus=["rtx-3090", "rtx-4090"], cards=(1,),
+                    weights=("q4_K",), kv=("f16",))
+    ev = res.evaluated
+    assert res.chosen is None and len(ev) == 2 and all(r["slo_attainment"] == 0.0 for r in ev)
+    assert ev[0]["hardware"] == "rtx-3090"      # the order the old answer's max() fell back on
+    near = min(ev, key=lambda r: max(r["ttft_p99_s"] / 1e-4, r["tpot_p99_s"] / 1e-4))
+    assert near["hardware"] == "rtx-4090"
+    text = rs.answer(res)
+    assert "No candidate meets" in text and f"The closest, {near['setup']}, reaches 0.0%" in text, text
+
+
 def test_search_says_the_trace_s_notices(tmp_path, capsys):
     """Rows out of time order (sorted) and requests the trace logged as failed (0 output tokens, never
     replayed, left out of the attainment) are said, as `trace` says them: search.md, search.json and

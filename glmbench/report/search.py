@@ -52,6 +52,19 @@ def _rate(r) -> str:
     return (">" if b == "above" else "") + x
 
 
+def _miss(r: dict, obj: sr.Objective) -> tuple:
+    """How far a setup is from meeting the targets, smaller is closer: the share of requests missing
+    them, then (at equal attainment, such as 0% of all under targets none can reach) its p99 TTFT
+    and TPOT over the targets, the worse of the two, then the label."""
+    def share(v):
+        return v if isinstance(v, (int, float)) and math.isfinite(v) else 0.0
+
+    def over(v, slo):
+        return v / slo if isinstance(v, (int, float)) and math.isfinite(v) else math.inf
+    return (-share(r.get("slo_attainment")),
+            max(over(r.get("ttft_p99_s"), obj.ttft_slo_s), over(r.get("tpot_p99_s"), obj.tpot_slo_s)), r["setup"])
+
+
 def slo_text(obj: sr.Objective) -> str:
     return (f"TTFT <= {obj.ttft_slo_s:g} s and TPOT <= {obj.tpot_slo_s:g} s for >= {100 * obj.attainment:g}% "
             f"of requests")
@@ -71,7 +84,7 @@ def answer(res: sr.SearchResult) -> str:
             why = next((r.get("why") for r in res.records if r.get("status") == "failed" and r.get("why")), None)
             return (f"No setup was evaluated (every evaluation failed) for {at}."
                     + (f" The first failure: {why}" if why else ""))
-        best = max(rows, key=lambda r: (r.get("slo_attainment") or 0.0))
+        best = min(rows, key=lambda r: _miss(r, obj))
         return (f"**No candidate meets {slo_text(obj)}** on {at}. The closest, {best['setup']}, reaches "
                 f"{_pct(best['slo_attainment'])} (p99 TTFT {_s(best['ttft_p99_s'])}, p99 TPOT {_s(best['tpot_p99_s'])}). "
                 f"Relax the targets, lower --rate-scale, or add larger cards.")
@@ -399,7 +412,7 @@ def _compare(sh: Shape, res: sr.SearchResult) -> dict:
                        f"(token-weighted mean end-to-end {_s(c['e2e_mean_tok_s'])})")
         cheaper = [r for r in ev if r["usd_per_hour"] < c["usd_per_hour"]]
         if cheaper:
-            b = max(cheaper, key=lambda r: r.get("slo_attainment") or 0.0)
+            b = min(cheaper, key=lambda r: _miss(r, res.objective))
             why.append(f"every cheaper setup misses the targets: the closest, {b['setup']}, gets {_pct(b['slo_attainment'])} "
                        f"of requests within them (p99 TTFT {_s(b['ttft_p99_s'])}, p99 TPOT {_s(b['tpot_p99_s'])})"
                        + (f" and sustains only x{b['max_rate_scale']:.3g} this rate" if b.get("max_rate_bound") == "bisected"
