@@ -471,6 +471,12 @@ def test_search_says_the_trace_s_notices(tmp_path, capsys):
     assert cli.main(args[:-2] + ["--requests", "3", "--out", str(tmp_path / "o3")]) == 0
     err = capsys.readouterr().err
     assert "not in time order" in err and "1 request with 0 output tokens" in err and "3 requests" not in err, err
+    # more requests asked for than the trace holds: all of them, said (it was silent)
+    assert cli.main(args[:-2] + ["--requests", "500", "--out", str(tmp_path / "o500")]) == 0
+    err = capsys.readouterr().err
+    assert "--requests 500 asks for more than the trace's 5 requests: all 5 are replayed" in err, err
+    assert "3 requests with 0 output tokens" in err
+    assert json.loads((tmp_path / "o500" / "search.json").read_text())["trace"]["requests"] == 5
 
 
 def test_whole_catalog_leaves_unpriced_cards_out_and_names_them():

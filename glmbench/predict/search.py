@@ -790,7 +790,13 @@ def _is_path(g) -> bool:
 
 
 def _first(tr: traces_mod.Trace, n: int) -> traces_mod.Trace:
-    if n >= len(tr):
+    if n > len(tr):
+        # more asked for than the trace holds: all of it, said (the answer's count alone did not say why)
+        meta = {**tr.meta, "notices": [*tr.meta.get("notices", ()), f"{tr.source}: --requests {n:,} asks for more "
+                                        f"than the trace's {len(tr):,} requests: all {len(tr):,} are replayed"]}
+        return traces_mod.Trace(tr.name, tr.source, tr.arrival_s, tr.prompt, tr.output, tr.hash_ids, tr.block_tokens,
+                                tr.attribution, meta)
+    if n == len(tr):
         return tr
     # the notices of the trace's first n: its failed requests counted among them
     meta = dict(tr.meta)
