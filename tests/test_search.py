@@ -452,6 +452,19 @@ def test_no_setup_meets_names_the_nearest_as_closest():
     assert "No candidate meets" in text and f"The closest, {near['setup']}, reaches 0.0%" in text, text
 
 
+def test_rate_counts_the_gaps_between_arrivals():
+    """Two requests 1 s apart arrive at 1 request per second: the rate was n / duration, 2 req/s (and a
+    setup's highest sustained rate as much too high, by n / (n - 1))."""
+    tr = traces.from_requests([(0.0, 100, 5), (1.0, 100, 5)], name="two")
+    obj = sr.Objective(ttft_slo_s=2.0, tpot_slo_s=0.1, rate_scale=2.0)
+    res = sr.search(tr, obj, workers=1, models=["glm-4.7-flash"], gpus=["rtx-3090"], cards=(1,), weights=("q4_K",),
+                    kv=("f16",))
+    assert res.trace["rate_req_s"] == pytest.approx(2.0, rel=1e-12)
+    c = res.chosen
+    assert c["max_rate_req_s"] == pytest.approx(c["max_rate_scale"], rel=1e-12)
+    assert "rate x2 = 2 req/s" in rs.answer(res)
+
+
 def test_search_says_the_trace_s_notices(tmp_path, capsys):
     """Rows out of time order (sorted) and requests the trace logged as failed (0 output tokens, never
     replayed, left out of the attainment) are said, as `trace` says them: search.md, search.json and

@@ -286,8 +286,10 @@ def _replay_metrics(res: rp.ReplayResult, scale: float, trace: traces_mod.Trace)
 
 
 def _rate(trace, scale) -> float:
+    """Requests per second at `scale`: the trace's n arrivals have n - 1 gaps between its first and
+    last (a benchmark's --request-rate r spaces its arrivals 1/r apart on average)."""
     d = trace.duration_s
-    return len(trace) / d * scale if d > 0 else math.nan
+    return (len(trace) - 1) / d * scale if d > 0 else math.nan
 
 
 def evaluate(setup: cm.Setup, trace: traces_mod.Trace, objective: Objective) -> dict:
