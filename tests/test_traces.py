@@ -189,6 +189,21 @@ def test_unsorted_notice_counts_its_rows(tmp_path):
     assert "(2 requests arrive before the one above them)" in traces.read(p).meta["notices"][0]
 
 
+def test_an_upper_case_suffix_is_read(tmp_path):
+    """TRACE.CSV / TRACE.JSONL (as a spreadsheet or another OS names them) were refused: 'trace files end
+    in .jsonl ... or .csv'."""
+    c = tmp_path / "AZURE.CSV"
+    c.write_text("TIMESTAMP,ContextTokens,GeneratedTokens\n2023-11-16 18:17:03.9799600,100,10\n")
+    assert traces.load(str(c)).prompt == [100]
+    j = tmp_path / "MOON.JSONL"
+    j.write_text('{"timestamp": 0, "input_length": 600, "output_length": 5, "hash_ids": [0, 1]}\n')
+    assert traces.load(str(j)).hash_ids == [(0, 1)]
+    t = tmp_path / "T.TXT"
+    t.write_text("x")
+    with pytest.raises(ValueError, match="trace files end in"):
+        traces.load(str(t))
+
+
 def test_unknown_name_and_bad_paths(tmp_path):
     with pytest.raises(ValueError, match="unknown trace"):
         traces.load("no-such-trace")

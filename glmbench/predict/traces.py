@@ -150,19 +150,20 @@ def read(path, name: str | None = None) -> Trace:
     name = name or os.path.splitext(os.path.basename(path))[0]
     if os.path.isdir(path):
         raise ValueError(f"{path}: is a folder, expected a .jsonl or .csv trace file")
-    if path.endswith(".gz") and path[:-3].endswith((".jsonl", ".json", ".csv")):
+    low = path.lower()      # TRACE.CSV as a spreadsheet or another OS names it
+    if low.endswith(".gz") and low[:-3].endswith((".jsonl", ".json", ".csv")):
         raise ValueError(f"{path}: gzip-compressed; decompress it first (gunzip -k {os.path.basename(path)}) and "
                          "give the .jsonl or .csv")
     if _gzip_magic(path):   # gzip-compressed under a name that does not say so (t.csv, trace.jsonl)
         raise ValueError(f"{path}: gzip-compressed (it starts with the gzip bytes 1f 8b); decompress it first "
-                         f"(gunzip -c {os.path.basename(path)} > plain.{'csv' if path.endswith('.csv') else 'jsonl'}) "
+                         f"(gunzip -c {os.path.basename(path)} > plain.{'csv' if low.endswith('.csv') else 'jsonl'}) "
                          "and give the .jsonl or .csv")
-    if not path.endswith((".jsonl", ".json", ".csv")):
+    if not low.endswith((".jsonl", ".json", ".csv")):
         raise ValueError(f"{path}: trace files end in .jsonl (Mooncake or plain) or .csv (Azure, BurstGPT or plain)")
     # utf-8-sig: a byte-order mark (spreadsheet exports write one) is not part of the first field
     try:
         with open(path, encoding="utf-8-sig", newline="") as f:
-            if path.endswith((".jsonl", ".json")):
+            if low.endswith((".jsonl", ".json")):
                 return _read_jsonl(path, f, name)
             return _read_csv(path, f, name)
     except UnicodeDecodeError as e:
