@@ -204,6 +204,19 @@ def test_an_upper_case_suffix_is_read(tmp_path):
         traces.load(str(t))
 
 
+@pytest.mark.parametrize("text", [
+    '[\n  {"arrival_s": 0, "prompt_tokens": 10, "output_tokens": 2}\n]\n',
+    '[{"arrival_s": 0, "prompt_tokens": 10, "output_tokens": 2}]\n',
+])
+def test_a_json_array_is_named_as_one(tmp_path, text):
+    """A .json file holding one array of requests said only 'not valid JSON (Expecting value)' or
+    'expected a JSON object, got list' at line 1."""
+    p = tmp_path / "reqs.json"
+    p.write_text(text)
+    with pytest.raises(ValueError, match=r"reqs\.json:1: .*one JSON array: a trace holds one JSON object per line"):
+        traces.read(p)
+
+
 def test_unknown_name_and_bad_paths(tmp_path):
     with pytest.raises(ValueError, match="unknown trace"):
         traces.load("no-such-trace")

@@ -311,12 +311,15 @@ def _read_jsonl(path, f, name):
         if not line.strip():
             continue
         where = f"{path}:{lineno}"
+        # a JSON array of requests (one document, not a line each) is not read: say so where it starts
+        array = ("; the file looks like one JSON array: a trace holds one JSON object per line (JSONL), e.g. "
+                 "jq -c '.[]' in.json > out.jsonl") if not rows and line.lstrip().startswith("[") else ""
         try:
             d = json.loads(line)
         except json.JSONDecodeError as e:
-            raise ValueError(f"{where}: not valid JSON ({e.msg})") from None
+            raise ValueError(f"{where}: not valid JSON ({e.msg}){array}") from None
         if not isinstance(d, dict):
-            raise ValueError(f"{where}: expected a JSON object, got {type(d).__name__}")
+            raise ValueError(f"{where}: expected a JSON object, got {type(d).__name__}{array}")
         k = "mooncake" if "timestamp" in d else "plain" if "arrival_s" in d else None
         if k is None:
             raise ValueError(f"{where}: expected Mooncake fields (timestamp, input_length, output_length, hash_ids) "
