@@ -465,6 +465,23 @@ def test_rate_counts_the_gaps_between_arrivals():
     assert "rate x2 = 2 req/s" in rs.answer(res)
 
 
+@pytest.mark.parametrize("reqs", [[(0.0, 100, 5)] * 3, [(7.0, 100, 5)]], ids=["at-once", "one"])
+def test_a_trace_arriving_at_once_has_no_max_rate(reqs):
+    """Requests that all arrive together (an offline batch) or a single one have no rate to scale: every
+    rate scale replays the same, and the answer said the setup 'still meets the targets at x1.02e+03 the
+    trace's rate' (the bracketing's bound). Now no highest rate is searched, said in a notice."""
+    tr = traces.from_requests(reqs, name="batch")
+    obj = sr.Objective(ttft_slo_s=2.0, tpot_slo_s=0.1)
+    res = sr.search(tr, obj, workers=1, models=["glm-4.7-flash"], gpus=["rtx-3090"], cards=(1,), weights=("q4_K",),
+                    kv=("f16",))
+    c = res.chosen
+    assert c is not None and c["replays"] == 1 and "max_rate_bound" not in c
+    assert res.objective.max_rate is False
+    assert any("no arrival rate to scale" in n for n in res.trace["notices"])
+    assert "x1.02e+03" not in rs.answer(res) and "sustains" not in rs.answer(res)
+    assert tr.meta["notices"] == []         # the caller's Trace is not changed
+
+
 def test_search_says_the_trace_s_notices(tmp_path, capsys):
     """Rows out of time order (sorted) and requests the trace logged as failed (0 output tokens, never
     replayed, left out of the attainment) are said, as `trace` says them: search.md, search.json and

@@ -46,6 +46,7 @@ with a calibrated runtime profile).
 """
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import math
@@ -685,6 +686,13 @@ def search(trace, objective: Objective, *, models: Sequence = (), gpus: Sequence
         vocab.check_int("requests", requests, 1)
         tr = _first(tr, requests)
     traces_mod.check_replayable(tr)
+    if objective.max_rate and tr.duration_s == 0:
+        # every request arrives at once (or there is one): scaling the arrivals changes nothing, so a
+        # "highest sustained rate" would be the bracketing's bound (x1024), not a rate
+        objective = dataclasses.replace(objective, max_rate=False)
+        tr = dataclasses.replace(tr, meta={**tr.meta, "notices": [*tr.meta.get("notices", ()), (
+            f"{tr.source}: {'its one request has' if len(tr) == 1 else f'all {len(tr):,} requests arrive at once:'} "
+            "no arrival rate to scale; no highest sustained rate is searched (as --no-max-rate)")]})
     pt = price_table or prices_mod.load(gpus=[g for g in (gpus or ()) if _is_path(g)])
     unpriced = []
     if gpus is None and setups is None:

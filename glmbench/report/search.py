@@ -73,7 +73,7 @@ def slo_text(obj: sr.Objective) -> str:
 def answer(res: sr.SearchResult) -> str:
     """The short answer, one paragraph."""
     t, obj = res.trace, res.objective
-    at = (f"{t['trace']} ({t['requests']:,} requests, rate x{obj.rate_scale:g}"
+    at = (f"{t['trace']} ({t['requests']:,} request{'s' if t['requests'] != 1 else ''}, rate x{obj.rate_scale:g}"
           + (f" = {t['rate_req_s']:.3g} req/s" if math.isfinite(t.get("rate_req_s", math.nan)) else "") + ")")
     c = res.chosen
     if c is None:
