@@ -1388,3 +1388,25 @@ def test_volta_moe_takes_mul_mat_id_decision_on_the_batch_and_runs_the_fallback_
     # a card with int8 tensor cores keeps MMQ over all experts at any batch (unchanged)
     a = cm.Setup("gpt-oss-20b", "rtx-3090", weights="q4_K", runtime="llama.cpp")
     assert paths(a, 512)[0] == {"mmid"}
+
+
+def test_ubatch_option_is_bounded_as_llama_cpp_and_capped_at_the_context():
+    """`llama.cpp[ubatch=99999999999999999999]` (or --ubatch) was taken as is: 3.4e25 bytes of workspace, nothing
+    fit. llama.cpp's parser reads -ub as a C int (common/arg.cpp), and llama_context caps n_ubatch at n_batch and
+    n_batch at the context (src/llama-context.cpp): one clear error above 2^31 - 1, and the compute buffer of a
+    llama.cpp-family runtime model sized for at most the context."""
+    from glmbench.predict import runtime
+    with pytest.raises(ValueError, match=r"option 'ubatch' must be at most 2147483647"):
+        cm.Setup("qwen3-8b", "rtx-3090", runtime="llama.cpp[ubatch=99999999999999999999]")
+    with pytest.raises(ValueError, match=r"at most 2147483647"):
+        runtime.load("llama.cpp").with_options(ubatch=2 ** 31)
+    big = cm.Setup("qwen3-8b", "rtx-3090", runtime=f"llama.cpp[ubatch={2 ** 31 - 1}]")
+    ctx = cm.Setup("qwen3-8b", "rtx-3090", runtime="llama.cpp[ubatch=4096]")
+    # at a context of 4096 llama.cpp runs a ubatch of 4096 either way: the same memory
+    assert cm.memory(big, 4096).total == cm.memory(ctx, 4096).total and cm.memory(big, 4096).fits
+    assert 4096 <= cm.max_context(big) <= cm.max_context(ctx)
+    assert cm.memory(big, cm.max_context(big)).fits and not cm.memory(big, cm.max_context(big) + 1).fits
+    # the default ubatch below the context: unchanged
+    d = cm.Setup("qwen3-8b", "rtx-3090", runtime="llama.cpp")
+    assert cm.memory(d, 8192).workspace == cm.memory(cm.Setup("qwen3-8b", "rtx-3090", runtime="llama.cpp[ubatch=512]"),
+                                                     8192).workspace

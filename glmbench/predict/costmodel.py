@@ -2199,11 +2199,22 @@ class Memory:
     capacity = property(lambda self: self._sum("capacity"))
 
 
-def _memory_terms(setup: Setup, batch: int):
+def _compute_ubatch(setup: Setup, batch: int, context: int | None) -> int:
+    """The ubatch a runtime sizes its compute buffer for: its n_ubatch; on a llama.cpp-family runtime model at
+    most the context of all `batch` streams, as llama.cpp caps it (src/llama-context.cpp, llama_context's
+    constructor: n_batch = min(n_ctx, n_batch) for a causal model, n_ubatch = min(n_batch, n_ubatch); the
+    graph is reserved for min(n_ctx, n_ubatch) tokens). `context` None: uncapped (a bound from above)."""
+    ub = setup.n_ubatch
+    if context is not None and _ggml_graph(setup):
+        ub = min(ub, max(1, context * batch))
+    return ub
+
+
+def _memory_terms(setup: Setup, batch: int, context: int | None = None):
     """Per card: (weight bytes, workspace bytes, overhead bytes, KV bytes per token of context of
     the full-attention layers, expansion-buffer bytes per token of context, KV bytes per token
     of the windowed layers, which stop growing at the window, recurrent-state bytes of a hybrid's
-    linear layers, which do not grow)."""
+    linear layers, which do not grow). `context`: the workspace's ubatch capped at it (_compute_ubatch)."""
     cfg = setup.model
     N = setup.n_cards
     wb = _layer_weight_bytes(cfg, setup.weights)
@@ -2232,7 +2243,7 @@ def _memory_terms(setup: Setup, batch: int):
         qkv = cfg.n_heads * (cfg.head_dim + cfg.kv_lora_rank + cfg.v_head_dim) + cfg.kv_lora_rank + cfg.qk_rope_head_dim
     else:
         qkv = cfg.n_heads * cfg.head_dim + cfg.n_kv_heads * (cfg.head_dim + cfg.v_head_dim) + cfg.n_heads * cfg.v_head_dim
-    act = ACT_BYTES * max(setup.n_ubatch, batch) * (3 * D + qkv + 2 * F_act + cfg.n_routed_experts)
+    act = ACT_BYTES * max(_compute_ubatch(setup, batch, context), batch) * (3 * D + qkv + 2 * F_act + cfg.n_routed_experts)
     logits = ACT_BYTES * cfg.vocab_size * batch
     # the runtime's own reserve, and the share of the card it leaves unused (vLLM's
     # --gpu-memory-utilization: weights, activations and the KV pool within 0.9 of the card by default;
@@ -2350,7 +2361,7 @@ def memory(setup: Setup, context: int, batch: int = 1) -> Memory:
     cells = window_cells(context, cfg.sliding_window, setup.n_ubatch) if cfg.windowed_layers else 0
     cards = [CardMemory(weights=w, kv=math.ceil(kv * context + kvw * cells + st), workspace=math.ceil(ws + ex * context),
                         overhead=ov, capacity=cap)
-             for w, ws, ov, kv, ex, kvw, st in _memory_terms(setup, batch)]
+             for w, ws, ov, kv, ex, kvw, st in _memory_terms(setup, batch, context)]
     if setup.offload is None:
         return Memory(cards, context, batch)
     hw, hkv, hkvw, hst = _host_memory_terms(setup, batch)
@@ -2377,7 +2388,10 @@ def max_context(setup: Setup, batch: int = 1) -> int:
     for w, ws, ov, kv, ex, kvw, st in _memory_terms(setup, batch):
         room = cap - (w + math.ceil(ws) + ov + math.ceil(st))
         if room < 0:
-            return 0
+            # (the workspace at the full ubatch; llama.cpp caps it at the context, _compute_ubatch: a shorter
+            # context may still fit, which the search below finds)
+            best = 0
+            break
         best = min(best, longest(room, kv + ex, kvw))
     if setup.offload is not None and setup.host.memory_bytes:
         hw, hkv, hkvw, hst = _host_memory_terms(setup, batch)
