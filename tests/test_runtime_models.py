@@ -1347,3 +1347,66 @@ def test_cost_model_invariants_hold_on_a_seeded_grid():
     hard = {"faster than ideal", "decode rises with depth", "memory shrinks with depth", "fits disagrees",
             "max_context", "quantized cache larger", "serving admits", "not finite", "exception"}
     assert not hard & set(out.found), {k: out.found[k][:3] for k in hard & set(out.found)}
+
+
+def test_volta_moe_takes_mul_mat_id_decision_on_the_batch_and_runs_the_fallback_per_expert():
+    """ggml-cuda.cu ggml_cuda_mul_mat_id decides MMQ for the whole batch on its token count
+    (mmq.cu ggml_cuda_should_use_mmq(type, cc, ne12, n_experts): on Volta, cc 7.0, only below 64 tokens);
+    above, its fallback runs ggml_cuda_mul_mat on each expert with that expert's own token count (MMVQ up
+    to 8, MMQ below 64, dequantize + cuBLAS above). The model decided by the mean tokens per expert: a
+    ubatch of 511 tokens of gpt-oss-20b on a V100 (63.9 per expert, all MMQ) was priced at 288 ms and one
+    of 512 (64.0, all cuBLAS) at 175 ms; DeepSeek-V3 in the 2024 cuBLAS era decoded 128 streams in 5.1 s
+    (4 tokens per expert priced as MMQ at 5% occupancy) and 256 in 3.4 s."""
+    s = cm.Setup("gpt-oss-20b", "v100-sxm2-32gb", weights="q4_K", runtime="llama.cpp[ubatch=2048]")
+
+    def paths(setup, T):
+        ops = [o for o in cm._ffn_ops(setup, T, True, 1.0) if o.name == "moe.experts"]
+        return {o.path for o in ops}, ops
+
+    assert paths(s, 8)[0] == {"mmid_vec"}                 # MMVQ over the ids (get_mmvq_mmid_max_batch: 8)
+    assert paths(s, 63)[0] == {"mmid"}                    # MMQ over all experts: 63 < MMQ_DP4A_MAX_BATCH_SIZE
+    got, ops = paths(s, 512)                              # the fallback: per expert, by its own tokens
+    assert got == {"mmvq", "mmq", "dequant_cublas"}
+    E, k = s.model.n_routed_experts, s.model.n_experts_per_tok
+    assert sum(o.tflops for o in ops) == pytest.approx(2.0 * 512 * k * s.model.mlp_matrices
+                                                       * s.model.expert_input_size * s.model.moe_intermediate_size)
+    assert paths(s, 64)[0] >= {"mmvq", "mmq"}
+    # the fallback's bands hold the expected distinct experts and every routed token
+    bands = kn.fallback_bands(512, [(k / E, E)])
+    assert sum(e for e, _ in bands) == pytest.approx(cm.expected_distinct_experts(E, k, 512))
+    assert sum(t for _, t in bands) == pytest.approx(512 * k)
+    # more tokens never finish sooner within a path of llama.cpp's (the fallback from 64 tokens on)
+    ns = list(range(64, 2049, 29)) + [511, 512, 513, 1024]
+    t = {n: cm.prefill(s, n).seconds for n in sorted(set(ns))}
+    xs = sorted(t)
+    assert all(t[b] >= t[a] for a, b in zip(xs, xs[1:])), [(a, t[a], b, t[b]) for a, b in zip(xs, xs[1:]) if t[b] < t[a]]
+    d = cm.Setup("deepseek-v3", "v100s-pcie-32gb", weights="q4_K", kv="q4_0", runtime="llama.cpp[era=2024-cublas]")
+    steps = [cm.decode(d, 1024, b).seconds for b in (9, 16, 32, 64, 128, 200, 256, 384, 512)]
+    assert steps == sorted(steps), steps
+    got, _ = paths(d, 128)
+    assert got == {"mmvq", "dequant_cublas"}              # 4 tokens per expert: MMVQ, never MMQ in that era
+    # a card with int8 tensor cores keeps MMQ over all experts at any batch (unchanged)
+    a = cm.Setup("gpt-oss-20b", "rtx-3090", weights="q4_K", runtime="llama.cpp")
+    assert paths(a, 512)[0] == {"mmid"}
+
+
+def test_ubatch_option_is_bounded_as_llama_cpp_and_capped_at_the_context():
+    """`llama.cpp[ubatch=99999999999999999999]` (or --ubatch) was taken as is: 3.4e25 bytes of workspace, nothing
+    fit. llama.cpp's parser reads -ub as a C int (common/arg.cpp), and llama_context caps n_ubatch at n_batch and
+    n_batch at the context (src/llama-context.cpp): one clear error above 2^31 - 1, and the compute buffer of a
+    llama.cpp-family runtime model sized for at most the context."""
+    from glmbench.predict import runtime
+    with pytest.raises(ValueError, match=r"option 'ubatch' must be at most 2147483647"):
+        cm.Setup("qwen3-8b", "rtx-3090", runtime="llama.cpp[ubatch=99999999999999999999]")
+    with pytest.raises(ValueError, match=r"at most 2147483647"):
+        runtime.load("llama.cpp").with_options(ubatch=2 ** 31)
+    big = cm.Setup("qwen3-8b", "rtx-3090", runtime=f"llama.cpp[ubatch={2 ** 31 - 1}]")
+    ctx = cm.Setup("qwen3-8b", "rtx-3090", runtime="llama.cpp[ubatch=4096]")
+    # at a context of 4096 llama.cpp runs a ubatch of 4096 either way: the same memory
+    assert cm.memory(big, 4096).total == cm.memory(ctx, 4096).total and cm.memory(big, 4096).fits
+    assert 4096 <= cm.max_context(big) <= cm.max_context(ctx)
+    assert cm.memory(big, cm.max_context(big)).fits and not cm.memory(big, cm.max_context(big) + 1).fits
+    # the default ubatch below the context: unchanged
+    d = cm.Setup("qwen3-8b", "rtx-3090", runtime="llama.cpp")
+    assert cm.memory(d, 8192).workspace == cm.memory(cm.Setup("qwen3-8b", "rtx-3090", runtime="llama.cpp[ubatch=512]"),
+                                                     8192).workspace

@@ -1498,21 +1498,92 @@ def _ffn_ops(setup: Setup, T: int, moe: bool, share: float, layers: tuple | None
     path = kn.moe_path(T, rt)
     fam = kn.family(setup.weight_fmt.name)
     dtype, extra = _wdtype(setup), 0.0
-    if path == "mmid" and quant:
+    if path == "mmid" and kn.mul_mat_id_fallback(quant, fam, T, rt, setup.gpu):
+        # ggml-cuda's mul_mat_id without MMQ for the batch's token count: one dense product per expert
+        # (kernels.mul_mat_id_fallback, ggml-cuda.cu ggml_cuda_mul_mat_id)
+        ops += _mmid_fallback_ops(setup, T, share, fam, wb["expert"])
+        path = None
+    elif path == "mmid" and quant:
         sub = kn.matmul_path(quant, fam, T * k / max(u, 1.0), rt, setup.gpu)
         if sub == "dequant_cublas":
             dtype, extra = _cublas_dtype(setup), 2 * 2.0 * u * m * De * Fe * share
-    ops.append(_Op("moe.experts", "matmul", dtype, 2.0 * T * k * m * De * Fe * share,
-                   (DEQUANT_OPS * u * m * De * Fe * share if quant else 0.0) + 4 * T * k * Fe * share,
-                   u * wb["expert"] * share + extra + ACT_BYTES * T * k * (2 * De + m * Fe * share), m + 2,
-                   path, fam, T * k / max(u, 1.0) if path != "mmid_vec" else 0.0, kn.mmq_tile(T)))
-    ops[-1].capf = _cap_factor(cfg, setup.weights, "moe.experts")
+    if path is not None:
+        ops.append(_Op("moe.experts", "matmul", dtype, 2.0 * T * k * m * De * Fe * share,
+                       (DEQUANT_OPS * u * m * De * Fe * share if quant else 0.0) + 4 * T * k * Fe * share,
+                       u * wb["expert"] * share + extra + ACT_BYTES * T * k * (2 * De + m * Fe * share), m + 2,
+                       path, fam, T * k / max(u, 1.0) if path != "mmid_vec" else 0.0, kn.mmq_tile(T)))
+        ops[-1].capf = _cap_factor(cfg, setup.weights, "moe.experts")
     if cfg.shared_expert_intermediate_size:
         ops.append(_matmul("moe.shared", T, m * cfg.shared_expert_intermediate_size, D, wb["shared"], setup, share,
                            kernels=m + 1))
     if cfg.moe_latent_size:
         # the latent MoE's projections down to the experts' width and back (two matmuls of D x latent)
         ops.append(_matmul("moe.latent", T, 2 * De, D, wb["latent"], setup, share, kernels=2))
+    return ops
+
+
+def _expert_probs(setup: Setup) -> list:
+    """[(q, count), ...]: each routed expert's chance that a token picks it, as expected_distinct_experts
+    takes it (uniform k / E; under `expert_skew` min(1, k p_e)); the `fewest` routing's k experts every token."""
+    cfg = setup.model
+    E, k = cfg.n_routed_experts, cfg.n_experts_per_tok
+    if setup.runtime.expert_routing == "fewest":
+        return [(1.0, min(k, E))]
+    skew = setup.expert_skew
+    if skew is None or (isinstance(skew, float) and skew == 0.0):
+        return [(min(1.0, k / E), E)]
+    w = [(e + 1) ** -skew for e in range(E)] if isinstance(skew, float) else list(skew)
+    tot = sum(w)
+    out: dict = {}
+    for x in w:
+        q = min(1.0, k * x / tot)
+        out[q] = out.get(q, 0) + 1
+    return sorted(out.items())
+
+
+# the per-expert products of a runtime model whose mul_mat_id always loops on the host (ik_llama.cpp) keep its
+# MoE kernel-table entries: the dense kernel of each band as that loop's
+_LOOP_ENTRIES = {"mmvq": "mmid_vec", "mmq": "mmid", "dequant_cublas": "mmid"}
+
+
+def _mmid_fallback_ops(setup: Setup, T: int, share: float, fam: str, expert_bytes: float) -> list:
+    """The routed experts of a ubatch of T tokens as ggml-cuda's mul_mat_id fallback runs them
+    (kernels.mul_mat_id_fallback: a CUDA llama.cpp-family runtime model, no MMQ for the batch's T tokens, as on
+    Volta from 64 tokens or in the 2024 dequantize + cuBLAS era): a dense product per expert that has rows, its
+    kernel ggml_cuda_mul_mat's for that expert's own token count (ggml-cuda.cu ggml_cuda_mul_mat_id, the loop
+    after its MMVQ / MMQ / MMF checks): MMVQ up to 8 tokens, MMQ or dequantize + cuBLAS above
+    (kernels.fallback_bands, fallback_paths). One "moe.experts" op per band that holds experts, each priced as
+    that many dense products of its path (weights read once per expert; dequantize + cuBLAS also writes and
+    reads the f16 copy; ik_llama.cpp's under its mmid / mmid_vec entries, _LOOP_ENTRIES). Launches: the op's m + 2 shared out, and on mainline (attention_kernel "ggml_cuda",
+    whose MMQ / MMVQ read the ids on the device, so its mmid:expert_us prices nothing) 2 per expert with rows
+    and matrix (the activations' quantization or the weights' conversion, then the product), launched from
+    the host loop; ik_llama.cpp's mmid:expert_us already prices its host loop's per-expert time."""
+    cfg = setup.model
+    m, Fe, De = cfg.mlp_matrices, cfg.moe_intermediate_size, cfg.expert_input_size
+    quant = setup.weight_fmt.dequant
+    bands = kn.fallback_bands(T, _expert_probs(setup))
+    paths = kn.fallback_paths(quant, fam, setup.runtime, setup.gpu)
+    mainline = setup.runtime.attention_kernel == "ggml_cuda"
+    per_expert = 2 * m if mainline else 0
+    if not mainline:    # ik_llama.cpp: its mul_mat_id entries were fitted on this very loop
+        paths = [_LOOP_ENTRIES.get(p, p) for p in paths]
+    n_exp = sum(e for e, _ in bands) or 1.0
+    mat = m * De * Fe * share           # one expert's weights on this card (elements)
+    ops = []
+    for (e, t), path in zip(bands, paths):
+        if e <= 0 and t <= 0:
+            continue
+        dtype, extra = _wdtype(setup), 0.0
+        if path == "dequant_cublas":
+            dtype, extra = _cublas_dtype(setup), 2 * 2.0 * e * mat
+        # a batched product keeps the MoE occupancy of its expert's tokens, padded to its own tile
+        # (kernels.moe_occupancy: the tile sized to the expert's count, not to the ubatch's); a GEMV none
+        tpe = t / e if e > 0 and path not in ("mmvq", "mmid_vec") else 0.0
+        op = _Op("moe.experts", "matmul", dtype, 2.0 * t * mat, DEQUANT_OPS * e * mat + 4 * t * Fe * share,
+                 e * expert_bytes * share + extra + ACT_BYTES * t * (2 * De + m * Fe * share),
+                 (m + 2) * e / n_exp + per_expert * e, path, fam, tpe, kn.mmq_tile(tpe) if tpe else 0.0)
+        op.capf = _cap_factor(cfg, setup.weights, "moe.experts")
+        ops.append(op)
     return ops
 
 
@@ -2128,11 +2199,22 @@ class Memory:
     capacity = property(lambda self: self._sum("capacity"))
 
 
-def _memory_terms(setup: Setup, batch: int):
+def _compute_ubatch(setup: Setup, batch: int, context: int | None) -> int:
+    """The ubatch a runtime sizes its compute buffer for: its n_ubatch; on a llama.cpp-family runtime model at
+    most the context of all `batch` streams, as llama.cpp caps it (src/llama-context.cpp, llama_context's
+    constructor: n_batch = min(n_ctx, n_batch) for a causal model, n_ubatch = min(n_batch, n_ubatch); the
+    graph is reserved for min(n_ctx, n_ubatch) tokens). `context` None: uncapped (a bound from above)."""
+    ub = setup.n_ubatch
+    if context is not None and _ggml_graph(setup):
+        ub = min(ub, max(1, context * batch))
+    return ub
+
+
+def _memory_terms(setup: Setup, batch: int, context: int | None = None):
     """Per card: (weight bytes, workspace bytes, overhead bytes, KV bytes per token of context of
     the full-attention layers, expansion-buffer bytes per token of context, KV bytes per token
     of the windowed layers, which stop growing at the window, recurrent-state bytes of a hybrid's
-    linear layers, which do not grow)."""
+    linear layers, which do not grow). `context`: the workspace's ubatch capped at it (_compute_ubatch)."""
     cfg = setup.model
     N = setup.n_cards
     wb = _layer_weight_bytes(cfg, setup.weights)
@@ -2161,7 +2243,7 @@ def _memory_terms(setup: Setup, batch: int):
         qkv = cfg.n_heads * (cfg.head_dim + cfg.kv_lora_rank + cfg.v_head_dim) + cfg.kv_lora_rank + cfg.qk_rope_head_dim
     else:
         qkv = cfg.n_heads * cfg.head_dim + cfg.n_kv_heads * (cfg.head_dim + cfg.v_head_dim) + cfg.n_heads * cfg.v_head_dim
-    act = ACT_BYTES * max(setup.n_ubatch, batch) * (3 * D + qkv + 2 * F_act + cfg.n_routed_experts)
+    act = ACT_BYTES * max(_compute_ubatch(setup, batch, context), batch) * (3 * D + qkv + 2 * F_act + cfg.n_routed_experts)
     logits = ACT_BYTES * cfg.vocab_size * batch
     # the runtime's own reserve, and the share of the card it leaves unused (vLLM's
     # --gpu-memory-utilization: weights, activations and the KV pool within 0.9 of the card by default;
@@ -2279,7 +2361,7 @@ def memory(setup: Setup, context: int, batch: int = 1) -> Memory:
     cells = window_cells(context, cfg.sliding_window, setup.n_ubatch) if cfg.windowed_layers else 0
     cards = [CardMemory(weights=w, kv=math.ceil(kv * context + kvw * cells + st), workspace=math.ceil(ws + ex * context),
                         overhead=ov, capacity=cap)
-             for w, ws, ov, kv, ex, kvw, st in _memory_terms(setup, batch)]
+             for w, ws, ov, kv, ex, kvw, st in _memory_terms(setup, batch, context)]
     if setup.offload is None:
         return Memory(cards, context, batch)
     hw, hkv, hkvw, hst = _host_memory_terms(setup, batch)
@@ -2306,7 +2388,10 @@ def max_context(setup: Setup, batch: int = 1) -> int:
     for w, ws, ov, kv, ex, kvw, st in _memory_terms(setup, batch):
         room = cap - (w + math.ceil(ws) + ov + math.ceil(st))
         if room < 0:
-            return 0
+            # (the workspace at the full ubatch; llama.cpp caps it at the context, _compute_ubatch: a shorter
+            # context may still fit, which the search below finds)
+            best = 0
+            break
         best = min(best, longest(room, kv + ex, kvw))
     if setup.offload is not None and setup.host.memory_bytes:
         hw, hkv, hkvw, hst = _host_memory_terms(setup, batch)

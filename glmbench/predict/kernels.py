@@ -468,6 +468,89 @@ def moe_path(n_tokens: float, rt) -> str:
     return "mmid_vec" if n_tokens <= MMV_MAX_BATCH else "mmid"
 
 
+# ---- ggml-cuda's mul_mat_id: MMQ over all experts, or the per-expert fallback --------------------
+# ggml-cuda.cu ggml_cuda_mul_mat_id (llama.cpp vendored by llama-cpp-python 0.3.36) decides for the whole
+# batch, on its token count ne12, never on the tokens per expert:
+#   1. ne2 <= MMVQ_MAX_BATCH_SIZE (8) and quantized weights, up to get_mmvq_mmid_max_batch(type, cc) (mmvq.cu:
+#      8 on Volta, Ada and Blackwell, fewer for some types on Turing / Ampere / Pascal): MMVQ with the ids
+#      read on the device (moe_path "mmid_vec");
+#   2. ggml_cuda_should_use_mmq(type, cc, ne12, n_experts) (mmq.cu): MMQ over all experts in one launch
+#      (moe_path "mmid"). For NVIDIA it is true from Turing on (turing_mma_available); on a card with f16
+#      tensor cores but no int8 mma (Volta, cc 7.0) only while ne12 < MMQ_DP4A_MAX_BATCH_SIZE (64); the
+#      n_experts argument changes the answer only below DP4A (Pascal) and on AMD;
+#   3. else the fallback: the ids are copied to the host (two stream synchronizations), the tokens sorted
+#      by expert, and a host loop runs ggml_cuda_mul_mat on each expert that has rows, with that expert's
+#      token count as its batch: MMVQ for up to 8 tokens (ggml_cuda_should_use_mmvq), MMQ while
+#      ggml_cuda_should_use_mmq(type, cc, tokens, 0) holds (on Volta below 64 tokens), dequantize + cuBLAS
+#      above (ggml_cuda_mul_mat_cublas). mul_mat_id_fallback says when, fallback_bands what each expert runs.
+# matmul_path gives the dense decision (step 2 is its MMQ_DP4A_MAX_BATCH rule at the batch's tokens; an
+# era or family whose batches run dequantize + cuBLAS never takes MMQ). ik_llama.cpp's mul_mat_id loops
+# over the experts on the host on every path (its mmid:expert_us prices that loop), but picks each
+# expert's kernel the same way; Vulkan's mul_mat_id is one shader dispatch and keeps the per-op path.
+
+
+def cuda_runtime(rt) -> bool:
+    """A llama.cpp-family runtime model on ggml's CUDA backend (ggml_runtime, not the Vulkan one)."""
+    return ggml_runtime(rt) and "vulkan" not in str(getattr(rt, "name", "")).lower()
+
+
+def mul_mat_id_fallback(quantized: bool, fam: str, n_tokens: float, rt, gpu) -> bool:
+    """Whether ggml-cuda's mul_mat_id takes its per-expert fallback for a batch of n_tokens tokens (step 3
+    above): a CUDA ggml runtime model, quantized experts, more than MMV_MAX_BATCH tokens, and no MMQ for
+    the batch's token count (matmul_path, i.e. ggml_cuda_should_use_mmq(type, cc, ne12, n_experts))."""
+    return (bool(quantized) and cuda_runtime(rt) and n_tokens > MMV_MAX_BATCH
+            and matmul_path(quantized, fam, n_tokens, rt, gpu) != "mmq")
+
+
+# the fallback's per-expert token counts in three bands, the kernel of each being ggml_cuda_mul_mat's for
+# a batch of that many tokens: 1..8 (MMVQ), 9..63, 64 and more (MMQ or dequantize + cuBLAS by the card,
+# era and family: matmul_path at the band's first count)
+FALLBACK_BANDS = ((1, MMV_MAX_BATCH), (MMV_MAX_BATCH + 1, MMQ_DP4A_MAX_BATCH - 1), (MMQ_DP4A_MAX_BATCH, None))
+
+
+def _binomial_head(n: int, q: float, upto: int) -> list:
+    """P(X = j) for j = 0..upto, X ~ Binomial(n, q) (log space: no underflow for large n)."""
+    out = []
+    if q <= 0.0:
+        return [1.0] + [0.0] * upto
+    if q >= 1.0:
+        return [1.0 if j == n else 0.0 for j in range(upto + 1)]
+    lq, lp, lg = math.log(q), math.log1p(-q), math.lgamma(n + 1)
+    for j in range(upto + 1):
+        out.append(0.0 if j > n else math.exp(lg - math.lgamma(j + 1) - math.lgamma(n - j + 1) + j * lq + (n - j) * lp))
+    return out
+
+
+def fallback_bands(n_tokens: int, probs) -> list:
+    """[(experts, tokens), ...] per FALLBACK_BANDS: the expected number of experts whose token count of a
+    batch of n_tokens falls in the band, and the tokens they hold. `probs`: [(q, count), ...], `count`
+    experts each chosen by a token with probability q (uniform routing: k / E for all E; each token
+    picks its experts independently of the other tokens), so an expert's count is Binomial(n_tokens, q).
+    The experts over all bands are the expected distinct experts, E (1 - (1 - q)^n) uniform; the tokens
+    n_tokens x sum q."""
+    n = max(int(round(n_tokens)), 0)
+    hi = FALLBACK_BANDS[1][1]
+    out = [[0.0, 0.0] for _ in FALLBACK_BANDS]
+    for q, count in probs:
+        pmf = _binomial_head(n, q, hi)
+        head_e, head_t = 0.0, 0.0
+        for b, (lo, up) in enumerate(FALLBACK_BANDS[:-1]):
+            e = sum(pmf[lo:up + 1])
+            t = sum(j * pmf[j] for j in range(lo, up + 1))
+            out[b][0] += count * e
+            out[b][1] += count * t
+            head_e, head_t = head_e + e, head_t + t
+        out[-1][0] += count * max(0.0, 1.0 - pmf[0] - head_e)
+        out[-1][1] += count * max(0.0, n * q - head_t)
+    return [tuple(b) for b in out]
+
+
+def fallback_paths(quantized: bool, fam: str, rt, gpu) -> list:
+    """The kernel path of each FALLBACK_BANDS band: ggml_cuda_mul_mat's for a batch of the band's first
+    token count (matmul_path: "mmvq", then "mmq" or "dequant_cublas")."""
+    return [matmul_path(quantized, fam, lo, rt, gpu) for lo, _ in FALLBACK_BANDS]
+
+
 MMQ_X_MAX = 128             # ggml-cuda mmq.cuh: the widest MMQ column tile (J)
 
 

@@ -56,6 +56,13 @@ def band_class(cfg) -> str:
     return "moe" if getattr(cfg, "n_routed_experts", 0) else "dense"
 
 
+# The largest value of a whole-number runtime option (ubatch): llama.cpp's argument parser reads -ub / -b as a C
+# int (common/arg.cpp: the handler takes `int value`), so a larger one is no llama.cpp run; llama_context then caps
+# n_ubatch at n_batch and n_batch at the context (src/llama-context.cpp), which the cost model's workspace follows
+# (costmodel._compute_ubatch).
+OPTION_MAX = 2 ** 31 - 1
+
+
 @dataclass(frozen=True)
 class RuntimeProfile:
     """How a runtime uses the hardware: efficiencies per op class (compute and memory, each in
@@ -196,6 +203,9 @@ class RuntimeProfile:
                 lo = spec.get("min", 1)
                 if isinstance(v, bool) or not isinstance(v, int) or v < lo:
                     raise ValueError(f"runtime {base!r}: option {k!r} must be a whole number >= {lo}, got {v!r}")
+                if v > OPTION_MAX:
+                    raise ValueError(f"runtime {base!r}: option {k!r} must be at most {OPTION_MAX} (llama.cpp reads "
+                                     f"-ub / -b as a C int; a ubatch above the context runs as the context), got {v!r}")
                 ch[spec["field"]] = v
                 applied[k] = str(v)
         name = base + ("[" + ",".join(f"{k}={v}" for k, v in applied.items()) + "]" if applied else "")
@@ -402,6 +412,8 @@ def runtime_from_dict(d: dict, where: str = "runtime") -> RuntimeProfile:
     ub = d.get("n_ubatch", 512)
     if isinstance(ub, bool) or not isinstance(ub, int) or ub < 1:
         raise ValueError(f"{where}: field `n_ubatch` must be an integer >= 1, got {ub!r}")
+    if ub > OPTION_MAX:
+        raise ValueError(f"{where}: field `n_ubatch` must be at most {OPTION_MAX} (llama.cpp's -ub is a C int), got {ub!r}")
     qm = d.get("quantized_matmul", "int8")
     if qm not in QUANTIZED_MATMUL:
         raise ValueError(f"{where}: field `quantized_matmul` must be one of {QUANTIZED_MATMUL}, got {qm!r}")
