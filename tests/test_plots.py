@@ -363,3 +363,28 @@ def test_one_vs_two_bar_labels_stay_clear_of_the_legend():
     box = ax.get_legend().get_window_extent(rend)
     assert len(ax.texts) == 4
     assert not any(t.get_window_extent(rend).overlaps(box) for t in ax.texts)
+
+
+def _visible(line) -> bool:
+    """A Line2D draws something: a segment between two finite points, or a marker."""
+    import numpy as np
+    ys = np.asarray(line.get_ydata(), float)
+    return (line.get_linestyle() != "None" and np.isfinite(ys).sum() >= 2) or line.get_marker() not in (None, "None", "", " ")
+
+
+def test_one_depth_draws_a_mark_per_line():
+    # `report --depths 4K`: every predicted line has one point, which a line without markers does not draw
+    # (the generation, prefill and memory charts were empty frames with a legend)
+    one = [dict(r) for r in tg_records() + mem_records() if r["n_depth"] == 4096]
+    one += [dict(BASE, test="pp", model=m, n_depth=0, n_prompt=4096, avg_ts=v) for m, v in (("a", 900.0), ("b", 300.0))]
+    one.append(dict(BASE, evidence="calibrated", test="tg", model="c", n_depth=4096, avg_ts=40.0, avg_ts_lo=30.0,
+                    avg_ts_hi=50.0))
+    for chart in (plots.generation_vs_context, plots.prefill_vs_prompt, plots.memory_vs_context):
+        fig = chart(one)
+        for ax in fig.axes:
+            data = [l for l in ax.lines if l.get_label() and not l.get_label().startswith("_")]
+            assert data and all(_visible(l) for l in data), (chart.__name__, [l.get_label() for l in data])
+    # the calibrated point keeps its band, as an error bar from 30 to 50
+    ax = plots.generation_vs_context(one).axes[0]
+    segs = [s for c in ax.collections for s in c.get_segments()]
+    assert any(min(s[:, 1]) == pytest.approx(30.0) and max(s[:, 1]) == pytest.approx(50.0) for s in segs)

@@ -274,12 +274,23 @@ def _plot_series(ax, styler, recs, xf, yf, *, label):
                         capsize=3, mfc="white", mew=1.6, zorder=3,
                         label=label + (" (measured, unstable: machine busy)" if shaky else " (measured)"))
         return
-    ax.plot(xs, ys, styler.style(r0), color=c, lw=2, marker=_MARKERS.get(ev), ms=4,
+    # a line of one point (one depth, `--depths 4K`) draws nothing: it gets a mark of its own, a short
+    # dash for a prediction (still no measured circle), the calibrated square larger
+    single = sum(1 for y in ys if math.isfinite(y)) == 1
+    marker, ms, mew = _MARKERS.get(ev), 4, None
+    if single:
+        marker, ms, mew = (marker or "_"), (14 if marker is None else 7), 2.5
+    ax.plot(xs, ys, styler.style(r0), color=c, lw=2, marker=marker, ms=ms, mew=mew,
             label=label + ("" if ev == "predicted" else f" ({ev})"))
     lo, hi = yf + "_lo", yf + "_hi"
     if all(r.get(lo) is not None and r.get(hi) is not None for r in recs):
-        ax.fill_between(xs, [float(r[lo]) for r in recs], [float(r[hi]) for r in recs],
-                        color=c, alpha=0.15, lw=0)
+        if single:  # a band over one x has no width: an error bar
+            i = next(i for i, y in enumerate(ys) if math.isfinite(y))
+            ax.errorbar([xs[i]], [ys[i]], yerr=[[ys[i] - float(recs[i][lo])], [float(recs[i][hi]) - ys[i]]],
+                        fmt="none", ecolor=c, alpha=0.5, capsize=4, lw=1.5)
+        else:
+            ax.fill_between(xs, [float(r[lo]) for r in recs], [float(r[hi]) for r in recs],
+                            color=c, alpha=0.15, lw=0)
 
 
 def _from_zero(ax) -> None:
