@@ -388,3 +388,40 @@ def test_one_depth_draws_a_mark_per_line():
     ax = plots.generation_vs_context(one).axes[0]
     segs = [s for c in ax.collections for s in c.get_segments()]
     assert any(min(s[:, 1]) == pytest.approx(30.0) and max(s[:, 1]) == pytest.approx(50.0) for s in segs)
+
+
+def _rend(fig):
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    r = FigureCanvasAgg(fig).get_renderer()
+    fig.draw(r)
+    return r
+
+
+def test_one_vs_two_cards_with_no_batched_bar_stays_in_its_panel():
+    # a small card (`report --hardware rtx-4060`): nothing fits, not one concurrency: the batched panel had no
+    # bar, kept matplotlib's default x range and put its 'n/a' labels off the axes, one between the panels;
+    # the legend's '1 card' patch was the first model's spilling bar, hatched
+    recs = []
+    for n in (1, 2):
+        rig = dict(BASE, n_cards=n, split="none" if n == 1 else "layer", link_gbps=None if n == 1 else 1.4)
+        for m, speed in (("a", 70.0), ("b", 11.0)):
+            for d in (1024, 131072):
+                recs.append(dict(rig, test="tg", model=m, n_depth=d, avg_ts=speed, fits=False))
+                recs.append(dict(rig, test="mem", model=m, n_depth=d, mem_bytes=20 * GIB, capacity_bytes=8 * GIB,
+                                 fits=False))
+            for c in (1, 2, 4):
+                recs.append(dict(rig, test="serve", model=m, n_depth=4096, concurrency=c, aggregate_tok_s=speed * c,
+                                 fits=False))
+    fig = plots.one_vs_two_cards(recs)
+    r = _rend(fig)
+    for ax in fig.axes:
+        box = ax.get_window_extent(r)
+        for t in ax.texts:
+            e = t.get_window_extent(r)
+            assert box.x0 - 1 <= e.x0 and e.x1 <= box.x1 + 1, (t.get_text(), e, box)
+    batched = fig.axes[2]
+    assert not batched.patches and "no setup fits in memory" in [t.get_text() for t in batched.texts]
+    assert [t.get_text() for t in batched.texts].count("no fit") == 4
+    leg = fig.axes[0].get_legend()
+    assert [t.get_text() for t in leg.get_texts()] == ["1 card", "2 cards"]
+    assert not any(h.get_hatch() for h in leg.legend_handles)

@@ -590,8 +590,8 @@ def one_vs_two_cards(records: Sequence[dict], *, short_depth: int | None = None,
     recs = _as_records(records)
     tg = _with_fits([r for r in _select(recs, "tg") if r["evidence"] != "measured" and r.get("avg_ts") is not None],
                     recs, lambda r: r["n_depth"])
-    serve = [_aggregate_band(r) for r in _select(recs, "serve") if r.get("aggregate_tok_s") is not None
-             and r.get("fits") is not False]
+    all_serve = [_aggregate_band(r) for r in _select(recs, "serve") if r.get("aggregate_tok_s") is not None]
+    serve = [r for r in all_serve if r.get("fits") is not False]
     if not tg:
         raise ValueError("no predicted decode (test='tg') records to compare one card with two")
     cards = sorted({int(r.get("n_cards") or 1) for r in tg})
@@ -629,7 +629,9 @@ def one_vs_two_cards(records: Sequence[dict], *, short_depth: int | None = None,
                     lo, hi = (best.get("aggregate_tok_s_lo"), best.get("aggregate_tok_s_hi")) if best else (None, None)
                 x = i + (j - (len(cards) - 1) / 2) * width
                 if val is None:
-                    ax.text(x, 0, "n/a", ha="center", va="bottom", fontsize=7, rotation=90)
+                    # a setup whose every concurrency spills is not 'n/a': it is priced, and fits at none
+                    spilled = test == "serve" and pick(all_serve, model, n)
+                    ax.text(x, 0, "no fit" if spilled else "n/a", ha="center", va="bottom", fontsize=7, rotation=90)
                     continue
                 # fewer cards darker, evenly graded so 1, 2 and 4 cards stay distinguishable
                 alpha = 1.0 - 0.65 * j / max(len(cards) - 1, 1)
@@ -638,12 +640,18 @@ def one_vs_two_cards(records: Sequence[dict], *, short_depth: int | None = None,
                 ax.bar(x, val, width * 0.95, color=styler.colour(model), alpha=alpha,
                        hatch=None if fits else "xx", edgecolor="black", lw=0.6,
                        yerr=[[val - float(lo)], [float(hi) - val]] if band else None, capsize=3,
-                       error_kw=dict(ecolor="0.2", lw=1),
-                       label=f"{n} card{'s' if n > 1 else ''}" if i == 0 else None)
+                       error_kw=dict(ecolor="0.2", lw=1))
                 ax.annotate(f"{val:.0f}" + (f"\n±{100 * (float(hi) - val) / val:.0f}%" if band and val else "")
                             + ("" if fits else "\nspills"), xy=(x, float(hi) if band else val), xytext=(0, 2),
                             textcoords="offset points", ha="center", va="bottom", fontsize=7)
         ax.set_xticks(range(len(models)), models, fontsize=8)
+        # the models' slots, bars or not: a panel without a bar (no setup fits its streams) kept the
+        # default x range, its 'n/a' labels and ticks off the axes, between the panels
+        ax.set_xlim(-0.5, len(models) - 0.5)
+        if not ax.patches:
+            ax.text(0.5, 0.5, "no setup fits in memory" if test == "serve" and all_serve else "no data",
+                    transform=ax.transAxes, ha="center", va="center", fontsize=9, color="0.3")
+            ax.set_yticks([])
         ax.set_title(name, fontsize=10)
         ax.set_ylim(bottom=0, top=ax.get_ylim()[1] * 1.12)
         ax.grid(True, axis="y", alpha=0.3)
@@ -651,9 +659,15 @@ def one_vs_two_cards(records: Sequence[dict], *, short_depth: int | None = None,
     axes[0].set_ylabel("tokens/s (one stream)")
     axes[1].set_ylabel("tokens/s (one stream)")
     axes[2].set_ylabel("tokens/s (all streams)")
-    handles = [h for h in axes[0].get_legend_handles_labels()[0]]
-    if handles:
-        axes[0].legend(fontsize=8, loc="upper right", title="darker = fewer cards", title_fontsize=7)
+    # the shades alone (grey, no hatch): handles taken from the first model's bars took its colour, a
+    # spilling bar's hatch ('spills' read as '1 card'), and no entry where that model had no bar
+    from matplotlib.patches import Patch
+    handles = [Patch(facecolor="0.3", alpha=1.0 - 0.65 * j / max(len(cards) - 1, 1), edgecolor="black", lw=0.6,
+                     label=f"{n} card{'s' if n > 1 else ''}") for j, n in enumerate(cards)]
+    if any(ax.patches for ax in axes):
+        axes[0].legend(handles=handles, fontsize=8, loc="upper right", title="darker = fewer cards", title_fontsize=7)
+    else:
+        handles = []
     fig.suptitle(title or ("One card vs two" if cards == [1, 2] else
                            "Cards: " + " vs ".join(str(n) for n in cards)))
     _footer(fig, tg + serve)
