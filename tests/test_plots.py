@@ -425,3 +425,16 @@ def test_one_vs_two_cards_with_no_batched_bar_stays_in_its_panel():
     leg = fig.axes[0].get_legend()
     assert [t.get_text() for t in leg.get_texts()] == ["1 card", "2 cards"]
     assert not any(h.get_hatch() for h in leg.legend_handles)
+
+
+def test_throughput_where_nothing_fits_says_so():
+    # a small card: no concurrency fits; the chart was crosses on a 0-0.05 tokens/s axis and no word why
+    recs = [dict(BASE, test="serve", model=m, n_depth=4096, concurrency=c, aggregate_tok_s=10.0 * c, fits=False)
+            for m in ("a", "b") for c in (1, 2, 4)]
+    ax = plots.throughput_vs_concurrency(recs).axes[0]
+    assert any("no setup fits" in t.get_text() for t in ax.texts)
+    assert list(ax.get_yticks()) == []
+    assert [l for l in ax.lines if l.get_marker() == "x" and len(l.get_xdata())]  # the crosses stay
+    # and their colours are named: no line names the models here
+    labels = ax.get_legend_handles_labels()[1]
+    assert "a: no concurrency fits" in labels and "b: no concurrency fits" in labels

@@ -533,9 +533,11 @@ def throughput_vs_concurrency(records: Sequence[dict], *, title: str | None = No
     fig, (ax,) = _new_figure()
     depths = sorted({r.get("n_depth") for r in recs if r.get("n_depth") is not None})
     recs = [_aggregate_band(r) for r in recs]
+    drawn = 0
     for key, s in _series(recs, "concurrency").items():
         ok = [r for r in s if r.get("fits") is not False]
         if ok:
+            drawn += 1
             ctx = f" @ {tokens_label(s[0]['n_depth'])} ctx" if len(depths) > 1 and s[0].get("n_depth") else ""
             _plot_series(ax, styler, ok, "concurrency", "aggregate_tok_s",
                          label=f"{s[0]['model']} · {rig_label(s[0])}{ctx}")
@@ -553,6 +555,11 @@ def throughput_vs_concurrency(records: Sequence[dict], *, title: str | None = No
                 transform=offset_copy(ax.transData, fig=fig, y=9 * k, units="points"))
     if bad:
         ax.plot([], [], "x", color="0.3", ms=8, mew=2, label="not all streams fit in memory (model colour)")
+        # models with no line have their colour named here, or the crosses' colours named nothing
+        for m in sorted({str(r.get("model")) for r in bad} - {str(s[0].get("model")) for s in
+                                                                _series([r for r in recs if r.get("fits") is not False],
+                                                                        "concurrency").values()}):
+            ax.plot([], [], "x", color=styler.colour(m), ms=8, mew=2, label=f"{m}: no concurrency fits")
         # the crosses' offset transform does not widen the x range: a cross past every fitting point
         # (one rig running out at 8 streams) fell right of the axes, off the figure
         ax.update_datalim([(c, 0.0) for c, _ in crosses], updatey=False)
@@ -564,7 +571,15 @@ def throughput_vs_concurrency(records: Sequence[dict], *, title: str | None = No
     ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _p: f"{v:g}"))
     ax.set_xlabel("concurrent streams (log scale)")
     ax.set_ylabel("throughput (generated tokens/s, all streams)")
-    _from_zero(ax)
+    if drawn:
+        _from_zero(ax)
+    else:
+        # every point spills: a frame of crosses on a 0-0.05 tokens/s scale read as a measured zero
+        ax.set_ylim(0, 1)
+        ax.set_yticks([])
+        ax.text(0.5, 0.55, "no setup fits its streams in memory at any concurrency drawn\n(the crosses: "
+                "where each model was priced)", transform=ax.transAxes, ha="center", va="center", fontsize=9,
+                color="0.3")
     ctx = f" at {tokens_label(depths[0])} context per stream" if len(depths) == 1 and depths[0] else ""
     ax.set_title(title or f"Throughput vs concurrency{ctx}")
     _finish_legend(ax, loc="upper left")
