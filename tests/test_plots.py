@@ -438,3 +438,24 @@ def test_throughput_where_nothing_fits_says_so():
     # and their colours are named: no line names the models here
     labels = ax.get_legend_handles_labels()[1]
     assert "a: no concurrency fits" in labels and "b: no concurrency fits" in labels
+
+
+def test_y_axis_goes_log_where_values_span_decades():
+    # `report --depths 256..16M`: decode 140 tok/s at 256 tokens, 0.5 at 16M; memory 9 GiB to 4 TiB beside a
+    # 24 GiB ceiling: on linear axes everything past 256K (and the ceiling, and the spill points) sat on the floor
+    deep = [256 * 4 ** k for k in range(9)]  # 256 .. 16M
+    recs = [dict(BASE, test="tg", model="a", n_depth=d, avg_ts=140.0 / (1 + d / 16384)) for d in deep]
+    recs += [dict(BASE, test="pp", model="a", n_depth=0, n_prompt=d, avg_ts=9000.0 / (1 + d / 8192)) for d in deep]
+    recs += [dict(BASE, test="mem", model="a", n_depth=d, mem_bytes=9 * GIB + 256 * 1024 * d, capacity_bytes=24 * GIB,
+                  fits=9 * GIB + 256 * 1024 * d <= 24 * GIB) for d in deep]
+    for chart, ax_i in ((plots.generation_vs_context, 0), (plots.prefill_vs_prompt, 0), (plots.memory_vs_context, 0)):
+        ax = chart(recs).axes[ax_i]
+        assert ax.get_yscale() == "log" and "log scale" in ax.get_ylabel(), chart.__name__
+        lo, hi = ax.get_ylim()
+        assert lo > 0 and hi / lo > 100
+    ax = plots.memory_vs_context(recs).axes[0]
+    lo, hi = ax.get_ylim()
+    assert lo < 9 and hi > 4096  # every curve and the ceiling inside
+    # the default study's span (15x) keeps its linear axis from zero
+    ax = plots.generation_vs_context(tg_records()).axes[0]
+    assert ax.get_yscale() == "linear" and ax.get_ylim()[0] == 0 and "log" not in ax.get_ylabel()
