@@ -459,3 +459,44 @@ def test_y_axis_goes_log_where_values_span_decades():
     # the default study's span (15x) keeps its linear axis from zero
     ax = plots.generation_vs_context(tg_records()).axes[0]
     assert ax.get_yscale() == "linear" and ax.get_ylim()[0] == 0 and "log" not in ax.get_ylabel()
+
+
+def _box_on_data(ax, box) -> bool:
+    """Whether a display box lies over a line's segments or markers, or a band (independent of plots.covers_data)."""
+    from matplotlib.transforms import Bbox
+    box = Bbox(box.get_points())
+    for l in ax.lines:
+        if not len(l.get_xdata()):
+            continue
+        p = l.get_transform().transform_path(l.get_path())
+        if l.get_linestyle() != "None" and len(l.get_xdata()) > 1 and p.intersects_bbox(box, filled=False):
+            return True
+        if l.get_marker() not in (None, "None", "") and any(box.contains(*v) for v in p.vertices):
+            return True
+    return any(c.get_transform().transform_path(p).intersects_bbox(box, filled=True)
+               for c in ax.collections for p in c.get_paths() if len(p.vertices))
+
+
+def test_legend_does_not_cover_data():
+    # four models on two rigs (`report --model gemma-3-27b --model gpt-oss-20b --model llama-3-70b ...`):
+    # no empty corner for eight entries; 'best' put the legend on the fastest model's falling line
+    # (it weighs the points, not the segments between them)
+    recs = []
+    for n in (1, 2):
+        rig = dict(BASE, n_cards=n, split="none" if n == 1 else "layer", link_gbps=None if n == 1 else 1.4)
+        for m, top, fall in (("gpt-oss-20b", 196.0, 0.6), ("glm-4.7-flash", 138.0, 0.7), ("gemma-3-27b", 40.0, 0.5),
+                             ("llama-3-70b", 17.0, 0.6)):
+            for k, d in enumerate(DEPTHS):
+                recs.append(dict(rig, test="tg", model=m, n_depth=d, avg_ts=top * (1 - fall * k / 7)))
+                recs.append(dict(rig, test="pp", model=m, n_depth=0, n_prompt=d, avg_ts=top * 100 * (1 - fall * k / 7)))
+    recs += [dict(BASE, evidence="calibrated", test="tg", model="glm-4.7-flash", n_depth=d, avg_ts=140.0 - k * 12,
+                  avg_ts_lo=110.0 - k * 10, avg_ts_hi=175.0 - k * 15) for k, d in enumerate(DEPTHS)]
+    for fig in (plots.generation_vs_context(recs), plots.prefill_vs_prompt(recs)):
+        r = _rend(fig)
+        legends = [ax.get_legend() for ax in fig.axes if ax.get_legend()] + list(fig.legends)
+        assert legends
+        for leg in legends:
+            box = leg.get_window_extent(r)
+            assert not any(_box_on_data(ax, box) for ax in fig.axes)
+            fb = fig.bbox
+            assert fb.x0 <= box.x0 and box.x1 <= fb.x1 + 1  # and inside the figure

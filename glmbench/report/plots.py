@@ -328,6 +328,65 @@ def _finish_legend(ax, **kw):
         ax.legend(fontsize=8, framealpha=0.9, **kw)
 
 
+def _renderer(fig: Figure):
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    rend = FigureCanvasAgg(fig).get_renderer()
+    fig.draw(rend)
+    return rend
+
+
+def covers_data(ax, bbox) -> bool:
+    """Whether a display-space box (a legend's, a label's) lies over anything the axes draw from data:
+    a line's segments or markers, a band. Reference lines in axes coordinates (a ceiling, a crossover
+    line) count too: a label on them hides them."""
+    import numpy as np
+    from matplotlib.transforms import Bbox
+    box = Bbox(bbox.get_points())
+    for line in ax.lines:
+        xs = np.asarray(line.get_xdata(orig=False), float)
+        if not len(xs):
+            continue
+        path = line.get_transform().transform_path(line.get_path())
+        if line.get_linestyle() not in ("None", "", " ") and len(xs) > 1 and path.intersects_bbox(box, filled=False):
+            return True
+        if line.get_marker() not in (None, "None", "", " ") and any(box.contains(*v) for v in path.vertices):
+            return True
+    for coll in ax.collections:
+        tr = coll.get_transform()
+        for p in coll.get_paths():
+            if len(p.vertices) and tr.transform_path(p).intersects_bbox(box, filled=True):
+                return True
+    return False
+
+
+def _legends_clear_of_data(fig: Figure, axes) -> None:
+    """Move the axes' legends out of the way where they cover data: matplotlib's 'best' weighs points,
+    not the segments between them nor the bands, and with seven or eight setups there is no empty corner
+    (a legend lay over gpt-oss-20b's decode line, over a calibrated band). Then one legend goes right of
+    the axes (for panels sharing their series, the first panel's), the figure widened by its width."""
+    axes = [ax for ax in axes if ax.get_legend() is not None]
+    if not axes:
+        return
+    rend = _renderer(fig)
+    if not any(covers_data(ax, ax.get_legend().get_window_extent(rend)) for ax in axes):
+        return
+    first = axes[0]
+    kw = dict(fontsize=8, framealpha=0.9)
+    for ax in axes:
+        ax.get_legend().remove()
+    handles, labels = [], []
+    for ax in axes:
+        for h, lab in zip(*ax.get_legend_handles_labels()):
+            if lab not in labels:
+                handles.append(h)
+                labels.append(lab)
+    if len(axes) == 1:
+        leg = first.legend(handles, labels, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0, **kw)
+    else:
+        leg = fig.legend(handles, labels, loc="outside right upper", **kw)
+    fig.set_figwidth(fig.get_figwidth() + leg.get_window_extent(_renderer(fig)).width / fig.dpi + 0.2)
+
+
 # ---- crossover ----------------------------------------------------------------------------------
 def crossovers(records: Sequence[dict], x_field: str = "n_depth", y_field: str = "avg_ts") -> list[dict]:
     """Every context where one model overtakes another on the same rig (predicted lines only).
@@ -414,6 +473,7 @@ def generation_vs_context(records: Sequence[dict], *, title: str | None = None) 
     # a log axis has no place for an empty cache: say so rather than drop the points silently
     zero = sum(1 for r in recs if not r["n_depth"])
     _footer(fig, recs, f"{zero} point(s) at depth 0 are not drawn (log axis); they are in the records" if zero else "")
+    _legends_clear_of_data(fig, [ax])
     return fig
 
 
@@ -457,6 +517,7 @@ def prefill_vs_prompt(records: Sequence[dict], *, title: str | None = None) -> F
     if title:
         fig.suptitle(title)
     _footer(fig, recs)
+    _legends_clear_of_data(fig, [ax1, ax2])
     return fig
 
 
@@ -488,6 +549,7 @@ def prefill_vs_context(records: Sequence[dict], *, title: str | None = None) -> 
     _finish_legend(ax, loc="best")
     zero = sum(1 for r in recs if not r["n_depth"])
     _footer(fig, recs, f"{zero} point(s) at depth 0 are not drawn (log axis); they are in the records" if zero else "")
+    _legends_clear_of_data(fig, [ax])
     return fig
 
 
@@ -543,6 +605,7 @@ def memory_vs_context(records: Sequence[dict], *, title: str | None = None) -> F
     # left covered it when the curves stay just under the ceiling)
     _finish_legend(ax, loc="best")
     _footer(fig, recs)
+    _legends_clear_of_data(fig, [ax])
     return fig
 
 
@@ -606,6 +669,7 @@ def throughput_vs_concurrency(records: Sequence[dict], *, title: str | None = No
     ax.set_title(title or f"Throughput vs concurrency{ctx}")
     _finish_legend(ax, loc="upper left")
     _footer(fig, recs)
+    _legends_clear_of_data(fig, [ax])
     return fig
 
 
