@@ -500,3 +500,20 @@ def test_legend_does_not_cover_data():
             assert not any(_box_on_data(ax, box) for ax in fig.axes)
             fb = fig.bbox
             assert fb.x0 <= box.x0 and box.x1 <= fb.x1 + 1  # and inside the figure
+
+
+def test_memory_ceiling_label_clear_of_the_curves():
+    # a small card (`report --hardware rtx-4060`): every curve runs just above the 8 GiB ceiling, and through
+    # its label, drawn above the line at the left
+    recs = [dict(BASE, test="mem", model=m, n_depth=d, mem_bytes=int((w + d / 131072) * GIB), capacity_bytes=8 * GIB,
+                 fits=False) for m, w in (("a", 8.5), ("b", 9.4), ("c", 16.0), ("d", 17.5)) for d in DEPTHS]
+    fig = plots.memory_vs_context(recs)
+    r = _rend(fig)
+    ax = fig.axes[0]
+    label = next(t for t in ax.texts if "GiB per card" in t.get_text())
+    box = label.get_window_extent(r)
+    assert not _box_on_data(ax, box)
+    assert ax.bbox.x0 <= box.x0 and box.x1 <= ax.bbox.x1 and ax.bbox.y0 <= box.y0 and box.y1 <= ax.bbox.y1
+    # still beside its line: within a label's height of 8 GiB
+    y8 = ax.transData.transform((DEPTHS[0], 8.0))[1]
+    assert min(abs(box.y0 - y8), abs(box.y1 - y8)) < 6
