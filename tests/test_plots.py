@@ -517,3 +517,16 @@ def test_memory_ceiling_label_clear_of_the_curves():
     # still beside its line: within a label's height of 8 GiB
     y8 = ax.transData.transform((DEPTHS[0], 8.0))[1]
     assert min(abs(box.y0 - y8), abs(box.y1 - y8)) < 6
+
+
+def test_ttft_panel_carries_the_calibrated_band():
+    # `report --runtime llama.cpp`: the prefill panel drew each calibrated line's band, the TTFT panel none
+    recs = [dict(BASE, evidence="calibrated", test="pp", model="a", n_depth=0, n_prompt=n, avg_ts=1000.0,
+                 avg_ts_lo=800.0, avg_ts_hi=1250.0) for n in DEPTHS]
+    before = [dict(r) for r in recs]
+    ax1, ax2 = plots.prefill_vs_prompt(recs).axes[:2]
+    assert len(ax1.collections) == 1 and len(ax2.collections) == 1
+    ys = ax2.collections[0].get_paths()[0].vertices[:, 1]
+    # TTFT n / 1000 s, its band n / 1250 .. n / 800
+    assert min(ys) == pytest.approx(DEPTHS[0] / 1250) and max(ys) == pytest.approx(DEPTHS[-1] / 800)
+    assert recs == before

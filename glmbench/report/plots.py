@@ -498,6 +498,13 @@ def prefill_vs_prompt(records: Sequence[dict], *, title: str | None = None) -> F
     # a prompt ingested from an empty cache: TTFT is its prefill time (docs/SOURCES.md §7)
     tt = [dict(r, ttft_s=r["ttft_s"] if r.get("ttft_s") is not None else
                (float(r["n_prompt"]) / float(r["avg_ts"]) if r.get("avg_ts") else None)) for r in recs]
+    # a TTFT taken from the speed takes its band too (a calibrated record's avg_ts_lo / _hi): the fast end
+    # of the speed is the short end of the time; the TTFT panel drew the line without it
+    for r in tt:
+        if r.get("ttft_s_lo") is None and r.get("avg_ts_lo") and r.get("avg_ts_hi") and r.get("avg_ts") \
+                and r.get("ttft_s") is not None:
+            r["ttft_s_lo"] = float(r["ttft_s"]) * float(r["avg_ts"]) / float(r["avg_ts_hi"])
+            r["ttft_s_hi"] = float(r["ttft_s"]) * float(r["avg_ts"]) / float(r["avg_ts_lo"])
     for key, s in _series(recs, "n_prompt").items():
         _plot_series(ax1, styler, s, "n_prompt", "avg_ts", label=f"{s[0]['model']} · {rig_label(s[0])}")
     for key, s in _series(tt, "n_prompt").items():
