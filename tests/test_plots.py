@@ -530,3 +530,14 @@ def test_ttft_panel_carries_the_calibrated_band():
     # TTFT n / 1000 s, its band n / 1250 .. n / 800
     assert min(ys) == pytest.approx(DEPTHS[0] / 1250) and max(ys) == pytest.approx(DEPTHS[-1] / 800)
     assert recs == before
+
+
+def test_no_crossover_is_said():
+    # the default study: GLM-4.7-Flash faster at every depth; the chart marked no crossover and said nothing
+    recs = [dict(r, avg_ts=r["avg_ts"] + 60.0) if r["model"] == "a" else r for r in tg_records()]
+    assert plots.crossovers(recs) == []
+    title = plots.generation_vs_context(recs).axes[0].get_title()
+    assert "no crossover from 1K to 128K: a faster than b throughout" in title
+    # one crossing: the line and its label, no such note
+    title = plots.generation_vs_context(tg_records()).axes[0].get_title()
+    assert "no crossover" not in title

@@ -465,7 +465,7 @@ def generation_vs_context(records: Sequence[dict], *, title: str | None = None) 
                     bbox=dict(boxstyle="round,pad=0.25", fc="white", ec="0.6", alpha=0.9))
     _log2_token_axis(ax, [r["n_depth"] for r in recs], "context already in the cache (tokens, log scale)")
     _y_axis(ax, [r["avg_ts"] for r in drawn], "generation speed (tokens/s, one stream)")
-    ax.set_title(title or "Generation speed vs context")
+    ax.set_title((title or "Generation speed vs context") + ("" if cxs else _no_crossover_note(drawn)))
     if cxs:
         _finish_legend(ax, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0)
     else:
@@ -475,6 +475,33 @@ def generation_vs_context(records: Sequence[dict], *, title: str | None = None) 
     _footer(fig, recs, f"{zero} point(s) at depth 0 are not drawn (log axis); they are in the records" if zero else "")
     _legends_clear_of_data(fig, [ax])
     return fig
+
+
+def _no_crossover_note(records, x_field: str = "n_depth", y_field: str = "avg_ts") -> str:
+    """'\nno crossover from 1K to 128K: A faster than B throughout' where predicted lines of two models
+    share a rig and never cross: the chart said nothing, and a missing crossover line read as an oversight."""
+    by_rig: dict = defaultdict(lambda: defaultdict(dict))
+    for r in records:
+        if r["evidence"] != "measured" and r.get(x_field) and r.get(y_field) is not None:
+            by_rig[_rig_key(r) + (r["evidence"],)][str(r["model"])][float(r[x_field])] = float(r[y_field])
+    said, span = [], []
+    for models in by_rig.values():
+        names = sorted(models)
+        for i, a in enumerate(names):
+            for b in names[i + 1:]:
+                xs = sorted(set(models[a]) & set(models[b]))
+                if len(xs) < 2:
+                    continue
+                diff = [models[a][x] - models[b][x] for x in xs]
+                if all(d > 0 for d in diff) or all(d < 0 for d in diff):
+                    fast, slow = (a, b) if diff[0] > 0 else (b, a)
+                    if f"{fast} faster than {slow}" not in said:
+                        said.append(f"{fast} faster than {slow}")
+                    span += [xs[0], xs[-1]]
+    if not said:
+        return ""
+    where = f"from {tokens_label(min(span))} to {tokens_label(max(span))}"
+    return f"\nno crossover {where}: " + ("; ".join(said) + " throughout" if len(said) <= 2 else "between any two models")
 
 
 def _mark_spill(ax, recs, xf, yf):
