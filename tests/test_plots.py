@@ -541,3 +541,24 @@ def test_no_crossover_is_said():
     # one crossing: the line and its label, no such note
     title = plots.generation_vs_context(tg_records()).axes[0].get_title()
     assert "no crossover" not in title
+
+
+def test_batched_decode_rows_draw_on_the_throughput_chart():
+    # `glmbench plot llama-batched-bench.md`: 24 rows, B = 1..32 at PP 128 and 512; only the four B = 1 rows
+    # were drawn (as single-stream points), the throughput they measure nowhere
+    import os
+    from glmbench.results import importers
+    src = os.path.join(os.path.dirname(__file__), "data", "formats", "llama-batched-bench.md")
+    recs = importers.read(src, model="llama-3-8b")
+    charts = plots.all_charts(recs)
+    assert "throughput_vs_concurrency" in charts
+    ax = charts["throughput_vs_concurrency"].axes[0]
+    # two series (measured: markers), one per depth, each B = 1 .. 32 in order, S_TG as the aggregate
+    lines = [l for l in ax.lines if len(l.get_xdata()) == 6]
+    assert len(lines) == 2
+    assert all(list(l.get_xdata()) == [1, 2, 4, 8, 16, 32] for l in lines)
+    ys = sorted(tuple(l.get_ydata()) for l in lines)
+    assert ys[0] == pytest.approx((35.32, 69.67, 131.66, 242.19, 422.81, 680.32))
+    assert ys[1] == pytest.approx((36.37, 71.33, 135.16, 249.40, 429.29, 694.76))
+    labels = ax.get_legend_handles_labels()[1]
+    assert any("(measured)" in s and "@ 128 ctx" in s for s in labels)

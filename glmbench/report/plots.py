@@ -680,15 +680,20 @@ def _place_clear(fig: Figure, ax, labels) -> None:
 
 def throughput_vs_concurrency(records: Sequence[dict], *, title: str | None = None) -> Figure:
     """Aggregate generated tokens/s over all streams vs the number of concurrent streams."""
-    recs = [r for r in _select(_as_records(records), "serve") if r.get("concurrency") is not None]
+    every = _as_records(records)
+    recs = [r for r in _select(every, "serve") if r.get("concurrency") is not None] + _batched_decode(every)
     if not recs:
-        raise ValueError("no serving (test='serve') records to plot")
+        raise ValueError("no serving (test='serve') or batched decode (test='tg', n_streams > 1) records to plot")
     styler = _Styler(recs)
     fig, (ax,) = _new_figure()
     depths = sorted({r.get("n_depth") for r in recs if r.get("n_depth") is not None})
     recs = [_aggregate_band(r) for r in recs]
     drawn = 0
-    for key, s in _series(recs, "concurrency").items():
+    # one line per context as well: a file of two prompt lengths (batched-bench's PP 128 and 512) made one
+    # line zig-zagging between them
+    series = [s for d in sorted({r.get("n_depth") for r in recs}, key=lambda d: (d is None, d or 0))
+              for s in _series([r for r in recs if r.get("n_depth") == d], "concurrency").values()]
+    for s in series:
         ok = [r for r in s if r.get("fits") is not False]
         if ok:
             drawn += 1
@@ -740,6 +745,23 @@ def throughput_vs_concurrency(records: Sequence[dict], *, title: str | None = No
     _footer(fig, recs)
     _legends_clear_of_data(fig, [ax])
     return fig
+
+
+def _batched_decode(records) -> list[dict]:
+    """Decode records of B streams (llama-batched-bench's S_TG, SGLang's bench_one_batch, a sweep's
+    n_streams) as points of the throughput chart: concurrency B, aggregate tok/s their avg_ts (the B
+    streams' tokens per second), with the one-stream row of the same series (model, rig, depth, n_gen)
+    as B = 1. No chart drew them: `plot` on a batched-bench file showed its 1-stream rows and dropped the
+    rest, and `report --measured` set no measured point beside the predicted throughput."""
+    tg = [r for r in _select(records, "tg") if r.get("avg_ts") is not None and r.get("n_depth") is not None]
+
+    def key(r):
+        return (str(r.get("model")),) + _rig_key(r) + (r["evidence"], r["n_depth"], r.get("n_gen"))
+
+    multi = {key(r) for r in tg if (r.get("n_streams") or 1) > 1}
+    return [dict(r, concurrency=int(r.get("n_streams") or 1), aggregate_tok_s=float(r["avg_ts"]),
+                 aggregate_tok_s_lo=r.get("avg_ts_lo"), aggregate_tok_s_hi=r.get("avg_ts_hi"))
+            for r in tg if key(r) in multi]
 
 
 def _aggregate_band(r: dict) -> dict:
