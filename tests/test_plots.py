@@ -363,3 +363,202 @@ def test_one_vs_two_bar_labels_stay_clear_of_the_legend():
     box = ax.get_legend().get_window_extent(rend)
     assert len(ax.texts) == 4
     assert not any(t.get_window_extent(rend).overlaps(box) for t in ax.texts)
+
+
+def _visible(line) -> bool:
+    """A Line2D draws something: a segment between two finite points, or a marker."""
+    import numpy as np
+    ys = np.asarray(line.get_ydata(), float)
+    return (line.get_linestyle() != "None" and np.isfinite(ys).sum() >= 2) or line.get_marker() not in (None, "None", "", " ")
+
+
+def test_one_depth_draws_a_mark_per_line():
+    # `report --depths 4K`: every predicted line has one point, which a line without markers does not draw
+    # (the generation, prefill and memory charts were empty frames with a legend)
+    one = [dict(r) for r in tg_records() + mem_records() if r["n_depth"] == 4096]
+    one += [dict(BASE, test="pp", model=m, n_depth=0, n_prompt=4096, avg_ts=v) for m, v in (("a", 900.0), ("b", 300.0))]
+    one.append(dict(BASE, evidence="calibrated", test="tg", model="c", n_depth=4096, avg_ts=40.0, avg_ts_lo=30.0,
+                    avg_ts_hi=50.0))
+    for chart in (plots.generation_vs_context, plots.prefill_vs_prompt, plots.memory_vs_context):
+        fig = chart(one)
+        for ax in fig.axes:
+            data = [l for l in ax.lines if l.get_label() and not l.get_label().startswith("_")]
+            assert data and all(_visible(l) for l in data), (chart.__name__, [l.get_label() for l in data])
+    # the calibrated point keeps its band, as an error bar from 30 to 50
+    ax = plots.generation_vs_context(one).axes[0]
+    segs = [s for c in ax.collections for s in c.get_segments()]
+    assert any(min(s[:, 1]) == pytest.approx(30.0) and max(s[:, 1]) == pytest.approx(50.0) for s in segs)
+
+
+def _rend(fig):
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    r = FigureCanvasAgg(fig).get_renderer()
+    fig.draw(r)
+    return r
+
+
+def test_one_vs_two_cards_with_no_batched_bar_stays_in_its_panel():
+    # a small card (`report --hardware rtx-4060`): nothing fits, not one concurrency: the batched panel had no
+    # bar, kept matplotlib's default x range and put its 'n/a' labels off the axes, one between the panels;
+    # the legend's '1 card' patch was the first model's spilling bar, hatched
+    recs = []
+    for n in (1, 2):
+        rig = dict(BASE, n_cards=n, split="none" if n == 1 else "layer", link_gbps=None if n == 1 else 1.4)
+        for m, speed in (("a", 70.0), ("b", 11.0)):
+            for d in (1024, 131072):
+                recs.append(dict(rig, test="tg", model=m, n_depth=d, avg_ts=speed, fits=False))
+                recs.append(dict(rig, test="mem", model=m, n_depth=d, mem_bytes=20 * GIB, capacity_bytes=8 * GIB,
+                                 fits=False))
+            for c in (1, 2, 4):
+                recs.append(dict(rig, test="serve", model=m, n_depth=4096, concurrency=c, aggregate_tok_s=speed * c,
+                                 fits=False))
+    fig = plots.one_vs_two_cards(recs)
+    r = _rend(fig)
+    for ax in fig.axes:
+        box = ax.get_window_extent(r)
+        for t in ax.texts:
+            e = t.get_window_extent(r)
+            assert box.x0 - 1 <= e.x0 and e.x1 <= box.x1 + 1, (t.get_text(), e, box)
+    batched = fig.axes[2]
+    assert not batched.patches and "no setup fits in memory" in [t.get_text() for t in batched.texts]
+    assert [t.get_text() for t in batched.texts].count("no fit") == 4
+    leg = fig.axes[0].get_legend()
+    assert [t.get_text() for t in leg.get_texts()] == ["1 card", "2 cards"]
+    assert not any(h.get_hatch() for h in leg.legend_handles)
+
+
+def test_throughput_where_nothing_fits_says_so():
+    # a small card: no concurrency fits; the chart was crosses on a 0-0.05 tokens/s axis and no word why
+    recs = [dict(BASE, test="serve", model=m, n_depth=4096, concurrency=c, aggregate_tok_s=10.0 * c, fits=False)
+            for m in ("a", "b") for c in (1, 2, 4)]
+    ax = plots.throughput_vs_concurrency(recs).axes[0]
+    assert any("no setup fits" in t.get_text() for t in ax.texts)
+    assert list(ax.get_yticks()) == []
+    assert [l for l in ax.lines if l.get_marker() == "x" and len(l.get_xdata())]  # the crosses stay
+    # and their colours are named: no line names the models here
+    labels = ax.get_legend_handles_labels()[1]
+    assert "a: no concurrency fits" in labels and "b: no concurrency fits" in labels
+
+
+def test_y_axis_goes_log_where_values_span_decades():
+    # `report --depths 256..16M`: decode 140 tok/s at 256 tokens, 0.5 at 16M; memory 9 GiB to 4 TiB beside a
+    # 24 GiB ceiling: on linear axes everything past 256K (and the ceiling, and the spill points) sat on the floor
+    deep = [256 * 4 ** k for k in range(9)]  # 256 .. 16M
+    recs = [dict(BASE, test="tg", model="a", n_depth=d, avg_ts=140.0 / (1 + d / 16384)) for d in deep]
+    recs += [dict(BASE, test="pp", model="a", n_depth=0, n_prompt=d, avg_ts=9000.0 / (1 + d / 8192)) for d in deep]
+    recs += [dict(BASE, test="mem", model="a", n_depth=d, mem_bytes=9 * GIB + 256 * 1024 * d, capacity_bytes=24 * GIB,
+                  fits=9 * GIB + 256 * 1024 * d <= 24 * GIB) for d in deep]
+    for chart, ax_i in ((plots.generation_vs_context, 0), (plots.prefill_vs_prompt, 0), (plots.memory_vs_context, 0)):
+        ax = chart(recs).axes[ax_i]
+        assert ax.get_yscale() == "log" and "log scale" in ax.get_ylabel(), chart.__name__
+        lo, hi = ax.get_ylim()
+        assert lo > 0 and hi / lo > 100
+    ax = plots.memory_vs_context(recs).axes[0]
+    lo, hi = ax.get_ylim()
+    assert lo < 9 and hi > 4096  # every curve and the ceiling inside
+    # the default study's span (15x) keeps its linear axis from zero
+    ax = plots.generation_vs_context(tg_records()).axes[0]
+    assert ax.get_yscale() == "linear" and ax.get_ylim()[0] == 0 and "log" not in ax.get_ylabel()
+
+
+def _box_on_data(ax, box) -> bool:
+    """Whether a display box lies over a line's segments or markers, or a band (independent of plots.covers_data)."""
+    from matplotlib.transforms import Bbox
+    box = Bbox(box.get_points())
+    for l in ax.lines:
+        if not len(l.get_xdata()):
+            continue
+        p = l.get_transform().transform_path(l.get_path())
+        if l.get_linestyle() != "None" and len(l.get_xdata()) > 1 and p.intersects_bbox(box, filled=False):
+            return True
+        if l.get_marker() not in (None, "None", "") and any(box.contains(*v) for v in p.vertices):
+            return True
+    return any(c.get_transform().transform_path(p).intersects_bbox(box, filled=True)
+               for c in ax.collections for p in c.get_paths() if len(p.vertices))
+
+
+def test_legend_does_not_cover_data():
+    # four models on two rigs (`report --model gemma-3-27b --model gpt-oss-20b --model llama-3-70b ...`):
+    # no empty corner for eight entries; 'best' put the legend on the fastest model's falling line
+    # (it weighs the points, not the segments between them)
+    recs = []
+    for n in (1, 2):
+        rig = dict(BASE, n_cards=n, split="none" if n == 1 else "layer", link_gbps=None if n == 1 else 1.4)
+        for m, top, fall in (("gpt-oss-20b", 196.0, 0.6), ("glm-4.7-flash", 138.0, 0.7), ("gemma-3-27b", 40.0, 0.5),
+                             ("llama-3-70b", 17.0, 0.6)):
+            for k, d in enumerate(DEPTHS):
+                recs.append(dict(rig, test="tg", model=m, n_depth=d, avg_ts=top * (1 - fall * k / 7)))
+                recs.append(dict(rig, test="pp", model=m, n_depth=0, n_prompt=d, avg_ts=top * 100 * (1 - fall * k / 7)))
+    recs += [dict(BASE, evidence="calibrated", test="tg", model="glm-4.7-flash", n_depth=d, avg_ts=140.0 - k * 12,
+                  avg_ts_lo=110.0 - k * 10, avg_ts_hi=175.0 - k * 15) for k, d in enumerate(DEPTHS)]
+    for fig in (plots.generation_vs_context(recs), plots.prefill_vs_prompt(recs)):
+        r = _rend(fig)
+        legends = [ax.get_legend() for ax in fig.axes if ax.get_legend()] + list(fig.legends)
+        assert legends
+        for leg in legends:
+            box = leg.get_window_extent(r)
+            assert not any(_box_on_data(ax, box) for ax in fig.axes)
+            fb = fig.bbox
+            assert fb.x0 <= box.x0 and box.x1 <= fb.x1 + 1  # and inside the figure
+
+
+def test_memory_ceiling_label_clear_of_the_curves():
+    # a small card (`report --hardware rtx-4060`): every curve runs just above the 8 GiB ceiling, and through
+    # its label, drawn above the line at the left
+    recs = [dict(BASE, test="mem", model=m, n_depth=d, mem_bytes=int((w + d / 131072) * GIB), capacity_bytes=8 * GIB,
+                 fits=False) for m, w in (("a", 8.5), ("b", 9.4), ("c", 16.0), ("d", 17.5)) for d in DEPTHS]
+    fig = plots.memory_vs_context(recs)
+    r = _rend(fig)
+    ax = fig.axes[0]
+    label = next(t for t in ax.texts if "GiB per card" in t.get_text())
+    box = label.get_window_extent(r)
+    assert not _box_on_data(ax, box)
+    assert ax.bbox.x0 <= box.x0 and box.x1 <= ax.bbox.x1 and ax.bbox.y0 <= box.y0 and box.y1 <= ax.bbox.y1
+    # still beside its line: within a label's height of 8 GiB
+    y8 = ax.transData.transform((DEPTHS[0], 8.0))[1]
+    assert min(abs(box.y0 - y8), abs(box.y1 - y8)) < 6
+
+
+def test_ttft_panel_carries_the_calibrated_band():
+    # `report --runtime llama.cpp`: the prefill panel drew each calibrated line's band, the TTFT panel none
+    recs = [dict(BASE, evidence="calibrated", test="pp", model="a", n_depth=0, n_prompt=n, avg_ts=1000.0,
+                 avg_ts_lo=800.0, avg_ts_hi=1250.0) for n in DEPTHS]
+    before = [dict(r) for r in recs]
+    ax1, ax2 = plots.prefill_vs_prompt(recs).axes[:2]
+    assert len(ax1.collections) == 1 and len(ax2.collections) == 1
+    ys = ax2.collections[0].get_paths()[0].vertices[:, 1]
+    # TTFT n / 1000 s, its band n / 1250 .. n / 800
+    assert min(ys) == pytest.approx(DEPTHS[0] / 1250) and max(ys) == pytest.approx(DEPTHS[-1] / 800)
+    assert recs == before
+
+
+def test_no_crossover_is_said():
+    # the default study: GLM-4.7-Flash faster at every depth; the chart marked no crossover and said nothing
+    recs = [dict(r, avg_ts=r["avg_ts"] + 60.0) if r["model"] == "a" else r for r in tg_records()]
+    assert plots.crossovers(recs) == []
+    title = plots.generation_vs_context(recs).axes[0].get_title()
+    assert "no crossover from 1K to 128K: a faster than b throughout" in title
+    # one crossing: the line and its label, no such note
+    title = plots.generation_vs_context(tg_records()).axes[0].get_title()
+    assert "no crossover" not in title
+
+
+def test_batched_decode_rows_draw_on_the_throughput_chart():
+    # `glmbench plot llama-batched-bench.md`: 24 rows, B = 1..32 at PP 128 and 512; only the four B = 1 rows
+    # were drawn (as single-stream points), the throughput they measure nowhere
+    import os
+    from glmbench.results import importers
+    src = os.path.join(os.path.dirname(__file__), "data", "formats", "llama-batched-bench.md")
+    recs = importers.read(src, model="llama-3-8b")
+    charts = plots.all_charts(recs)
+    assert "throughput_vs_concurrency" in charts
+    ax = charts["throughput_vs_concurrency"].axes[0]
+    # two series (measured: markers), one per depth, each B = 1 .. 32 in order, S_TG as the aggregate
+    lines = [l for l in ax.lines if len(l.get_xdata()) == 6]
+    assert len(lines) == 2
+    assert all(list(l.get_xdata()) == [1, 2, 4, 8, 16, 32] for l in lines)
+    ys = sorted(tuple(l.get_ydata()) for l in lines)
+    assert ys[0] == pytest.approx((35.32, 69.67, 131.66, 242.19, 422.81, 680.32))
+    assert ys[1] == pytest.approx((36.37, 71.33, 135.16, 249.40, 429.29, 694.76))
+    labels = ax.get_legend_handles_labels()[1]
+    assert any("(measured)" in s and "@ 128 ctx" in s for s in labels)

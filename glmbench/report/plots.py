@@ -274,12 +274,23 @@ def _plot_series(ax, styler, recs, xf, yf, *, label):
                         capsize=3, mfc="white", mew=1.6, zorder=3,
                         label=label + (" (measured, unstable: machine busy)" if shaky else " (measured)"))
         return
-    ax.plot(xs, ys, styler.style(r0), color=c, lw=2, marker=_MARKERS.get(ev), ms=4,
+    # a line of one point (one depth, `--depths 4K`) draws nothing: it gets a mark of its own, a short
+    # dash for a prediction (still no measured circle), the calibrated square larger
+    single = sum(1 for y in ys if math.isfinite(y)) == 1
+    marker, ms, mew = _MARKERS.get(ev), 4, None
+    if single:
+        marker, ms, mew = (marker or "_"), (14 if marker is None else 7), 2.5
+    ax.plot(xs, ys, styler.style(r0), color=c, lw=2, marker=marker, ms=ms, mew=mew,
             label=label + ("" if ev == "predicted" else f" ({ev})"))
     lo, hi = yf + "_lo", yf + "_hi"
     if all(r.get(lo) is not None and r.get(hi) is not None for r in recs):
-        ax.fill_between(xs, [float(r[lo]) for r in recs], [float(r[hi]) for r in recs],
-                        color=c, alpha=0.15, lw=0)
+        if single:  # a band over one x has no width: an error bar
+            i = next(i for i, y in enumerate(ys) if math.isfinite(y))
+            ax.errorbar([xs[i]], [ys[i]], yerr=[[ys[i] - float(recs[i][lo])], [float(recs[i][hi]) - ys[i]]],
+                        fmt="none", ecolor=c, alpha=0.5, capsize=4, lw=1.5)
+        else:
+            ax.fill_between(xs, [float(r[lo]) for r in recs], [float(r[hi]) for r in recs],
+                            color=c, alpha=0.15, lw=0)
 
 
 def _from_zero(ax) -> None:
@@ -292,10 +303,88 @@ def _from_zero(ax) -> None:
         ax.set_ylim(top=max(ax.get_ylim()[1], top * 1.05))
 
 
+# a y range wider than this (largest / smallest positive value drawn) goes on a log axis: on a linear one,
+# 16M-token depths' 0.5 tok/s beside 140 tok/s at 1K (or 4 TiB of memory beside a 24 GiB ceiling) all sat on
+# the floor, unreadable
+LOG_Y_RATIO = 100.0
+
+
+def _y_axis(ax, values, label: str) -> bool:
+    """Label the y axis and scale it: from zero on a linear axis, or on a log axis (said in the label)
+    where the positive `values` span more than LOG_Y_RATIO. Returns whether it is log."""
+    vals = [float(v) for v in values if v is not None and math.isfinite(float(v)) and float(v) > 0]
+    if vals and max(vals) / min(vals) > LOG_Y_RATIO:
+        ax.set_yscale("log")
+        ax.set_ylabel(label[:-1] + ", log scale)" if label.endswith(")") else label + " (log scale)")
+        return True
+    ax.set_ylabel(label)
+    _from_zero(ax)
+    return False
+
+
 def _finish_legend(ax, **kw):
     handles, labels = ax.get_legend_handles_labels()
     if handles:
         ax.legend(fontsize=8, framealpha=0.9, **kw)
+
+
+def _renderer(fig: Figure):
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    rend = FigureCanvasAgg(fig).get_renderer()
+    fig.draw(rend)
+    return rend
+
+
+def covers_data(ax, bbox) -> bool:
+    """Whether a display-space box (a legend's, a label's) lies over anything the axes draw from data:
+    a line's segments or markers, a band. Reference lines in axes coordinates (a ceiling, a crossover
+    line) count too: a label on them hides them."""
+    import numpy as np
+    from matplotlib.transforms import Bbox
+    box = Bbox(bbox.get_points())
+    for line in ax.lines:
+        xs = np.asarray(line.get_xdata(orig=False), float)
+        if not len(xs):
+            continue
+        path = line.get_transform().transform_path(line.get_path())
+        if line.get_linestyle() not in ("None", "", " ") and len(xs) > 1 and path.intersects_bbox(box, filled=False):
+            return True
+        if line.get_marker() not in (None, "None", "", " ") and any(box.contains(*v) for v in path.vertices):
+            return True
+    for coll in ax.collections:
+        tr = coll.get_transform()
+        for p in coll.get_paths():
+            if len(p.vertices) and tr.transform_path(p).intersects_bbox(box, filled=True):
+                return True
+    return False
+
+
+def _legends_clear_of_data(fig: Figure, axes) -> None:
+    """Move the axes' legends out of the way where they cover data: matplotlib's 'best' weighs points,
+    not the segments between them nor the bands, and with seven or eight setups there is no empty corner
+    (a legend lay over gpt-oss-20b's decode line, over a calibrated band). Then one legend goes right of
+    the axes (for panels sharing their series, the first panel's), the figure widened by its width."""
+    axes = [ax for ax in axes if ax.get_legend() is not None]
+    if not axes:
+        return
+    rend = _renderer(fig)
+    if not any(covers_data(ax, ax.get_legend().get_window_extent(rend)) for ax in axes):
+        return
+    first = axes[0]
+    kw = dict(fontsize=8, framealpha=0.9)
+    for ax in axes:
+        ax.get_legend().remove()
+    handles, labels = [], []
+    for ax in axes:
+        for h, lab in zip(*ax.get_legend_handles_labels()):
+            if lab not in labels:
+                handles.append(h)
+                labels.append(lab)
+    if len(axes) == 1:
+        leg = first.legend(handles, labels, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0, **kw)
+    else:
+        leg = fig.legend(handles, labels, loc="outside right upper", **kw)
+    fig.set_figwidth(fig.get_figwidth() + leg.get_window_extent(_renderer(fig)).width / fig.dpi + 0.2)
 
 
 # ---- crossover ----------------------------------------------------------------------------------
@@ -375,9 +464,8 @@ def generation_vs_context(records: Sequence[dict], *, title: str | None = None) 
                     xytext=(-4 if right else 4, -30 * i), textcoords="offset points",
                     bbox=dict(boxstyle="round,pad=0.25", fc="white", ec="0.6", alpha=0.9))
     _log2_token_axis(ax, [r["n_depth"] for r in recs], "context already in the cache (tokens, log scale)")
-    ax.set_ylabel("generation speed (tokens/s, one stream)")
-    _from_zero(ax)
-    ax.set_title(title or "Generation speed vs context")
+    _y_axis(ax, [r["avg_ts"] for r in drawn], "generation speed (tokens/s, one stream)")
+    ax.set_title((title or "Generation speed vs context") + ("" if cxs else _no_crossover_note(drawn)))
     if cxs:
         _finish_legend(ax, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0)
     else:
@@ -385,7 +473,35 @@ def generation_vs_context(records: Sequence[dict], *, title: str | None = None) 
     # a log axis has no place for an empty cache: say so rather than drop the points silently
     zero = sum(1 for r in recs if not r["n_depth"])
     _footer(fig, recs, f"{zero} point(s) at depth 0 are not drawn (log axis); they are in the records" if zero else "")
+    _legends_clear_of_data(fig, [ax])
     return fig
+
+
+def _no_crossover_note(records, x_field: str = "n_depth", y_field: str = "avg_ts") -> str:
+    """'\nno crossover from 1K to 128K: A faster than B throughout' where predicted lines of two models
+    share a rig and never cross: the chart said nothing, and a missing crossover line read as an oversight."""
+    by_rig: dict = defaultdict(lambda: defaultdict(dict))
+    for r in records:
+        if r["evidence"] != "measured" and r.get(x_field) and r.get(y_field) is not None:
+            by_rig[_rig_key(r) + (r["evidence"],)][str(r["model"])][float(r[x_field])] = float(r[y_field])
+    said, span = [], []
+    for models in by_rig.values():
+        names = sorted(models)
+        for i, a in enumerate(names):
+            for b in names[i + 1:]:
+                xs = sorted(set(models[a]) & set(models[b]))
+                if len(xs) < 2:
+                    continue
+                diff = [models[a][x] - models[b][x] for x in xs]
+                if all(d > 0 for d in diff) or all(d < 0 for d in diff):
+                    fast, slow = (a, b) if diff[0] > 0 else (b, a)
+                    if f"{fast} faster than {slow}" not in said:
+                        said.append(f"{fast} faster than {slow}")
+                    span += [xs[0], xs[-1]]
+    if not said:
+        return ""
+    where = f"from {tokens_label(min(span))} to {tokens_label(max(span))}"
+    return f"\nno crossover {where}: " + ("; ".join(said) + " throughout" if len(said) <= 2 else "between any two models")
 
 
 def _mark_spill(ax, recs, xf, yf):
@@ -409,6 +525,13 @@ def prefill_vs_prompt(records: Sequence[dict], *, title: str | None = None) -> F
     # a prompt ingested from an empty cache: TTFT is its prefill time (docs/SOURCES.md §7)
     tt = [dict(r, ttft_s=r["ttft_s"] if r.get("ttft_s") is not None else
                (float(r["n_prompt"]) / float(r["avg_ts"]) if r.get("avg_ts") else None)) for r in recs]
+    # a TTFT taken from the speed takes its band too (a calibrated record's avg_ts_lo / _hi): the fast end
+    # of the speed is the short end of the time; the TTFT panel drew the line without it
+    for r in tt:
+        if r.get("ttft_s_lo") is None and r.get("avg_ts_lo") and r.get("avg_ts_hi") and r.get("avg_ts") \
+                and r.get("ttft_s") is not None:
+            r["ttft_s_lo"] = float(r["ttft_s"]) * float(r["avg_ts"]) / float(r["avg_ts_hi"])
+            r["ttft_s_hi"] = float(r["ttft_s"]) * float(r["avg_ts"]) / float(r["avg_ts_lo"])
     for key, s in _series(recs, "n_prompt").items():
         _plot_series(ax1, styler, s, "n_prompt", "avg_ts", label=f"{s[0]['model']} · {rig_label(s[0])}")
     for key, s in _series(tt, "n_prompt").items():
@@ -418,8 +541,7 @@ def prefill_vs_prompt(records: Sequence[dict], *, title: str | None = None) -> F
     xs = [r["n_prompt"] for r in recs]
     _log2_token_axis(ax1, xs, "prompt length (tokens, log scale)")
     _log2_token_axis(ax2, xs, "prompt length (tokens, log scale)")
-    ax1.set_ylabel("prefill speed (tokens/s)")
-    _from_zero(ax1)
+    _y_axis(ax1, [r["avg_ts"] for r in recs], "prefill speed (tokens/s)")
     ax1.set_title("Prefill speed vs prompt length")
     ax2.set_yscale("log")
     ax2.set_ylabel("time to first token (s, log scale)")
@@ -429,6 +551,7 @@ def prefill_vs_prompt(records: Sequence[dict], *, title: str | None = None) -> F
     if title:
         fig.suptitle(title)
     _footer(fig, recs)
+    _legends_clear_of_data(fig, [ax1, ax2])
     return fig
 
 
@@ -455,12 +578,12 @@ def prefill_vs_context(records: Sequence[dict], *, title: str | None = None) -> 
             _plot_series(ax, styler, s, "n_depth", "avg_ts", label=f"{s[0]['model']} · {rig_label(s[0])} · pp{n}")
     _mark_spill(ax, drawn, "n_depth", "avg_ts")
     _log2_token_axis(ax, [r["n_depth"] for r in drawn], "context already in the cache (tokens, log scale)")
-    ax.set_ylabel("prefill speed (tokens/s)")
-    _from_zero(ax)
+    _y_axis(ax, [r["avg_ts"] for r in drawn], "prefill speed (tokens/s)")
     ax.set_title(title or "Prefill speed vs context")
     _finish_legend(ax, loc="best")
     zero = sum(1 for r in recs if not r["n_depth"])
     _footer(fig, recs, f"{zero} point(s) at depth 0 are not drawn (log axis); they are in the records" if zero else "")
+    _legends_clear_of_data(fig, [ax])
     return fig
 
 
@@ -496,35 +619,84 @@ def memory_vs_context(records: Sequence[dict], *, title: str | None = None) -> F
     for r in recs:
         if r.get("capacity_bytes"):
             caps[float(r["capacity_bytes"]) / GIB] = r.get("device") or "card"
+    ceiling_labels = []
     for cap_gib, dev in sorted(caps.items()):
         ax.axhline(cap_gib, color="black", lw=1.2, ls="-", alpha=0.7)
-        ax.annotate(f"{dev}: {cap_gib:.1f} GiB per card", xy=(0.01, cap_gib), xycoords=("axes fraction", "data"),
-                    xytext=(0, 3), textcoords="offset points", fontsize=8)
+        ceiling_labels.append(ax.annotate(f"{dev}: {cap_gib:.1f} GiB per card", xy=(0.01, cap_gib),
+                                          xycoords=("axes fraction", "data"), xytext=(0, 3),
+                                          textcoords="offset points", fontsize=8))
     _log2_token_axis(ax, [r["n_depth"] for r in recs], "context (tokens, log scale)")
-    ax.set_ylabel("memory on the fullest card (GiB)")
     # room above the highest of the curves and the ceilings for the ceiling's label
     top = max([r["mem_gib"] for r in gib] + list(caps))
-    ax.set_ylim(0, top * 1.1)
+    values = [r["mem_gib"] for r in gib] + list(caps)
+    if max(values) / max(min(v for v in values if v > 0), 1e-9) > LOG_Y_RATIO:
+        ax.set_yscale("log")
+        ax.set_ylabel("memory on the fullest card (GiB, log scale)")
+        ax.set_ylim(min(v for v in values if v > 0) / 1.5, top * 1.5)
+    else:
+        ax.set_ylabel("memory on the fullest card (GiB)")
+        ax.set_ylim(0, top * 1.1)
     ax.set_title(title or "Memory vs context")
     # where the curves leave room (the ceiling's label, at the left, is no curve: a legend in the upper
     # left covered it when the curves stay just under the ceiling)
     _finish_legend(ax, loc="best")
     _footer(fig, recs)
+    _legends_clear_of_data(fig, [ax])
+    _place_clear(fig, ax, ceiling_labels)
     return fig
+
+
+def _place_clear(fig: Figure, ax, labels) -> None:
+    """Put each ceiling label where it covers no curve, legend or other label: above its line at the
+    left (where it was), else below it, else at the right, above then below. On a small card every curve
+    runs just above the ceiling (2 x RTX 4060: 8.5 GiB over 8.0) and struck through the label."""
+    if not labels:
+        return
+    rend = _renderer(fig)
+    leg = ax.get_legend()
+    spots = (((0.01, "left"), (0, 3), "bottom"), ((0.01, "left"), (0, -3), "top"),
+             ((0.99, "right"), (0, 3), "bottom"), ((0.99, "right"), (0, -3), "top"))
+    for t in labels:
+        y = t.xy[1]
+        for (x, ha), off, va in spots:
+            t.xy = (x, y)
+            t.set_position(off)
+            t.set_ha(ha)
+            t.set_va(va)
+            box = t.get_window_extent(rend)
+            others = [o.get_window_extent(rend) for o in ax.texts if o is not t]
+            if leg is not None:
+                others.append(leg.get_window_extent(rend))
+            inside = ax.bbox.x0 <= box.x0 and box.x1 <= ax.bbox.x1 and ax.bbox.y0 <= box.y0 and box.y1 <= ax.bbox.y1
+            if inside and not covers_data(ax, box) and not any(box.overlaps(o) for o in others):
+                break
+        else:  # nowhere clear: where it was
+            (x, ha), off, va = spots[0]
+            t.xy = (x, y)
+            t.set_position(off)
+            t.set_ha(ha)
+            t.set_va(va)
 
 
 def throughput_vs_concurrency(records: Sequence[dict], *, title: str | None = None) -> Figure:
     """Aggregate generated tokens/s over all streams vs the number of concurrent streams."""
-    recs = [r for r in _select(_as_records(records), "serve") if r.get("concurrency") is not None]
+    every = _as_records(records)
+    recs = [r for r in _select(every, "serve") if r.get("concurrency") is not None] + _batched_decode(every)
     if not recs:
-        raise ValueError("no serving (test='serve') records to plot")
+        raise ValueError("no serving (test='serve') or batched decode (test='tg', n_streams > 1) records to plot")
     styler = _Styler(recs)
     fig, (ax,) = _new_figure()
     depths = sorted({r.get("n_depth") for r in recs if r.get("n_depth") is not None})
     recs = [_aggregate_band(r) for r in recs]
-    for key, s in _series(recs, "concurrency").items():
+    drawn = 0
+    # one line per context as well: a file of two prompt lengths (batched-bench's PP 128 and 512) made one
+    # line zig-zagging between them
+    series = [s for d in sorted({r.get("n_depth") for r in recs}, key=lambda d: (d is None, d or 0))
+              for s in _series([r for r in recs if r.get("n_depth") == d], "concurrency").values()]
+    for s in series:
         ok = [r for r in s if r.get("fits") is not False]
         if ok:
+            drawn += 1
             ctx = f" @ {tokens_label(s[0]['n_depth'])} ctx" if len(depths) > 1 and s[0].get("n_depth") else ""
             _plot_series(ax, styler, ok, "concurrency", "aggregate_tok_s",
                          label=f"{s[0]['model']} · {rig_label(s[0])}{ctx}")
@@ -542,6 +714,11 @@ def throughput_vs_concurrency(records: Sequence[dict], *, title: str | None = No
                 transform=offset_copy(ax.transData, fig=fig, y=9 * k, units="points"))
     if bad:
         ax.plot([], [], "x", color="0.3", ms=8, mew=2, label="not all streams fit in memory (model colour)")
+        # models with no line have their colour named here, or the crosses' colours named nothing
+        for m in sorted({str(r.get("model")) for r in bad} - {str(s[0].get("model")) for s in
+                                                                _series([r for r in recs if r.get("fits") is not False],
+                                                                        "concurrency").values()}):
+            ax.plot([], [], "x", color=styler.colour(m), ms=8, mew=2, label=f"{m}: no concurrency fits")
         # the crosses' offset transform does not widen the x range: a cross past every fitting point
         # (one rig running out at 8 streams) fell right of the axes, off the figure
         ax.update_datalim([(c, 0.0) for c, _ in crosses], updatey=False)
@@ -553,12 +730,38 @@ def throughput_vs_concurrency(records: Sequence[dict], *, title: str | None = No
     ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _p: f"{v:g}"))
     ax.set_xlabel("concurrent streams (log scale)")
     ax.set_ylabel("throughput (generated tokens/s, all streams)")
-    _from_zero(ax)
+    if drawn:
+        _from_zero(ax)
+    else:
+        # every point spills: a frame of crosses on a 0-0.05 tokens/s scale read as a measured zero
+        ax.set_ylim(0, 1)
+        ax.set_yticks([])
+        ax.text(0.5, 0.55, "no setup fits its streams in memory at any concurrency drawn\n(the crosses: "
+                "where each model was priced)", transform=ax.transAxes, ha="center", va="center", fontsize=9,
+                color="0.3")
     ctx = f" at {tokens_label(depths[0])} context per stream" if len(depths) == 1 and depths[0] else ""
     ax.set_title(title or f"Throughput vs concurrency{ctx}")
     _finish_legend(ax, loc="upper left")
     _footer(fig, recs)
+    _legends_clear_of_data(fig, [ax])
     return fig
+
+
+def _batched_decode(records) -> list[dict]:
+    """Decode records of B streams (llama-batched-bench's S_TG, SGLang's bench_one_batch, a sweep's
+    n_streams) as points of the throughput chart: concurrency B, aggregate tok/s their avg_ts (the B
+    streams' tokens per second), with the one-stream row of the same series (model, rig, depth, n_gen)
+    as B = 1. No chart drew them: `plot` on a batched-bench file showed its 1-stream rows and dropped the
+    rest, and `report --measured` set no measured point beside the predicted throughput."""
+    tg = [r for r in _select(records, "tg") if r.get("avg_ts") is not None and r.get("n_depth") is not None]
+
+    def key(r):
+        return (str(r.get("model")),) + _rig_key(r) + (r["evidence"], r["n_depth"], r.get("n_gen"))
+
+    multi = {key(r) for r in tg if (r.get("n_streams") or 1) > 1}
+    return [dict(r, concurrency=int(r.get("n_streams") or 1), aggregate_tok_s=float(r["avg_ts"]),
+                 aggregate_tok_s_lo=r.get("avg_ts_lo"), aggregate_tok_s_hi=r.get("avg_ts_hi"))
+            for r in tg if key(r) in multi]
 
 
 def _aggregate_band(r: dict) -> dict:
@@ -579,8 +782,8 @@ def one_vs_two_cards(records: Sequence[dict], *, short_depth: int | None = None,
     recs = _as_records(records)
     tg = _with_fits([r for r in _select(recs, "tg") if r["evidence"] != "measured" and r.get("avg_ts") is not None],
                     recs, lambda r: r["n_depth"])
-    serve = [_aggregate_band(r) for r in _select(recs, "serve") if r.get("aggregate_tok_s") is not None
-             and r.get("fits") is not False]
+    all_serve = [_aggregate_band(r) for r in _select(recs, "serve") if r.get("aggregate_tok_s") is not None]
+    serve = [r for r in all_serve if r.get("fits") is not False]
     if not tg:
         raise ValueError("no predicted decode (test='tg') records to compare one card with two")
     cards = sorted({int(r.get("n_cards") or 1) for r in tg})
@@ -618,7 +821,9 @@ def one_vs_two_cards(records: Sequence[dict], *, short_depth: int | None = None,
                     lo, hi = (best.get("aggregate_tok_s_lo"), best.get("aggregate_tok_s_hi")) if best else (None, None)
                 x = i + (j - (len(cards) - 1) / 2) * width
                 if val is None:
-                    ax.text(x, 0, "n/a", ha="center", va="bottom", fontsize=7, rotation=90)
+                    # a setup whose every concurrency spills is not 'n/a': it is priced, and fits at none
+                    spilled = test == "serve" and pick(all_serve, model, n)
+                    ax.text(x, 0, "no fit" if spilled else "n/a", ha="center", va="bottom", fontsize=7, rotation=90)
                     continue
                 # fewer cards darker, evenly graded so 1, 2 and 4 cards stay distinguishable
                 alpha = 1.0 - 0.65 * j / max(len(cards) - 1, 1)
@@ -627,12 +832,18 @@ def one_vs_two_cards(records: Sequence[dict], *, short_depth: int | None = None,
                 ax.bar(x, val, width * 0.95, color=styler.colour(model), alpha=alpha,
                        hatch=None if fits else "xx", edgecolor="black", lw=0.6,
                        yerr=[[val - float(lo)], [float(hi) - val]] if band else None, capsize=3,
-                       error_kw=dict(ecolor="0.2", lw=1),
-                       label=f"{n} card{'s' if n > 1 else ''}" if i == 0 else None)
+                       error_kw=dict(ecolor="0.2", lw=1))
                 ax.annotate(f"{val:.0f}" + (f"\n±{100 * (float(hi) - val) / val:.0f}%" if band and val else "")
                             + ("" if fits else "\nspills"), xy=(x, float(hi) if band else val), xytext=(0, 2),
                             textcoords="offset points", ha="center", va="bottom", fontsize=7)
         ax.set_xticks(range(len(models)), models, fontsize=8)
+        # the models' slots, bars or not: a panel without a bar (no setup fits its streams) kept the
+        # default x range, its 'n/a' labels and ticks off the axes, between the panels
+        ax.set_xlim(-0.5, len(models) - 0.5)
+        if not ax.patches:
+            ax.text(0.5, 0.5, "no setup fits in memory" if test == "serve" and all_serve else "no data",
+                    transform=ax.transAxes, ha="center", va="center", fontsize=9, color="0.3")
+            ax.set_yticks([])
         ax.set_title(name, fontsize=10)
         ax.set_ylim(bottom=0, top=ax.get_ylim()[1] * 1.12)
         ax.grid(True, axis="y", alpha=0.3)
@@ -640,9 +851,15 @@ def one_vs_two_cards(records: Sequence[dict], *, short_depth: int | None = None,
     axes[0].set_ylabel("tokens/s (one stream)")
     axes[1].set_ylabel("tokens/s (one stream)")
     axes[2].set_ylabel("tokens/s (all streams)")
-    handles = [h for h in axes[0].get_legend_handles_labels()[0]]
-    if handles:
-        axes[0].legend(fontsize=8, loc="upper right", title="darker = fewer cards", title_fontsize=7)
+    # the shades alone (grey, no hatch): handles taken from the first model's bars took its colour, a
+    # spilling bar's hatch ('spills' read as '1 card'), and no entry where that model had no bar
+    from matplotlib.patches import Patch
+    handles = [Patch(facecolor="0.3", alpha=1.0 - 0.65 * j / max(len(cards) - 1, 1), edgecolor="black", lw=0.6,
+                     label=f"{n} card{'s' if n > 1 else ''}") for j, n in enumerate(cards)]
+    if any(ax.patches for ax in axes):
+        axes[0].legend(handles=handles, fontsize=8, loc="upper right", title="darker = fewer cards", title_fontsize=7)
+    else:
+        handles = []
     fig.suptitle(title or ("One card vs two" if cards == [1, 2] else
                            "Cards: " + " vs ".join(str(n) for n in cards)))
     _footer(fig, tg + serve)
