@@ -78,6 +78,16 @@ def test_azure_2024_timestamps_with_a_utc_offset(tmp_path):
         traces.read(_azure(tmp_path, ["2024-05-10 00:00:00.009930+0x:00,2162,5"], "az24.csv"))
 
 
+def test_azure_timestamps_with_an_iso_t(tmp_path):
+    # the same trace written back by a script with isoformat() (2023-11-16T18:17:03.979960): refused before
+    t = traces.read(_azure(tmp_path, ["2023-11-16T18:17:03.9799600,4808,10", "2023-11-16 18:17:04.0319601,3180,8",
+                                      "2023-11-16T18:17:05+00:00,10,2"]))
+    assert t.prompt == [4808, 3180, 10]
+    assert t.arrival_s == [0.0, pytest.approx(0.0520001, abs=1e-9), pytest.approx(1.02004, abs=1e-9)]
+    with pytest.raises(ValueError, match="az.csv:2: `TIMESTAMP` must look like"):
+        traces.read(_azure(tmp_path, ["2023-11-16X18:17:03.9799600,4808,10"]))
+
+
 def test_plain_csv_and_jsonl(tmp_path):
     c = tmp_path / "plain.csv"
     c.write_text("arrival_s,prompt_tokens,output_tokens\n0.5,100,10\n0.0,200,0\n")

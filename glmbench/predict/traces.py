@@ -361,14 +361,15 @@ def _azure_time(where, s) -> int:
     # 7 fractional digits (100 ns; 2023) or 6 and a UTC offset (2024: pandas' 2024-05-10
     # 00:00:00.009930+00:00); datetime takes at most 6 digits
     s = s.strip()
-    bad = (f"{where}: `TIMESTAMP` must look like 2023-11-16 18:17:03.9799600 or 2024-05-10 00:00:00.009930+00:00, "
+    bad = (f"{where}: `TIMESTAMP` must look like 2023-11-16 18:17:03.9799600 or 2024-05-10 00:00:00.009930+00:00 (or with a T "
+           f"between date and time), "
            f"got {s!r}")
     m = _AZURE_TIME.fullmatch(s)
     if m is None:
         raise ValueError(bad)
     head, frac, tz = m.groups()
     try:
-        sec = _azure_seconds(head)
+        sec = _azure_seconds(head.replace("T", " "))
     except ValueError:
         raise ValueError(bad) from None
     if tz and tz != "Z":
@@ -385,7 +386,8 @@ def _azure_seconds(head: str) -> int:
     return int(t.replace(tzinfo=datetime.timezone.utc).timestamp())
 
 
-_AZURE_TIME = re.compile(r"(\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2})(?:\.(\d+))?(Z|[+-]\d{2}:?\d{2})?")
+# (ISO 8601's `T` between date and time too: the same file saved by a script that wrote its times with isoformat())
+_AZURE_TIME = re.compile(r"(\d{4}-\d{2}-\d{2}[ T]\d{2}:\d{2}:\d{2})(?:\.(\d+))?(Z|[+-]\d{2}:?\d{2})?")
 
 
 def _columns(header, want):
