@@ -562,3 +562,35 @@ def test_batched_decode_rows_draw_on_the_throughput_chart():
     assert ys[1] == pytest.approx((36.37, 71.33, 135.16, 249.40, 429.29, 694.76))
     labels = ax.get_legend_handles_labels()[1]
     assert any("(measured)" in s and "@ 128 ctx" in s for s in labels)
+
+
+def test_crossover_chart_edges_are_labelled_and_their_labels_clear_of_the_lines():
+    # the default report's mla_crossover.png: a crossover from the start (crossover_depth 0.0) sat on the
+    # bottom edge with the tick '512' (no such crossover depth), and 'no crossover up to 128K' was struck
+    # through by the lines running along the top edge
+    rows = []
+    for n in (1, 2):
+        for dm, depths in (("steep", (4096.0, None, None, None)), ("start", (0.0, 0.0, 2048.0, 65536.0)),
+                           ("mid", (1024.0, 16384.0, 60000.0, None))):
+            for e, d in zip((0.02, 0.03, 0.1, 0.5), depths):
+                rows.append(dict(mla_model="glm-4.7-flash", dense_model=dm, n_cards=n, rig="RTX 3090", split="none",
+                                 runtime="typical", evidence="predicted", mla_strategy="flash",
+                                 mla_attention_efficiency=e, own=e == 0.1, own_fitted=False, knob="x",
+                                 crossover_depth=d, max_depth=131072, weights="q4_K", kv="f16"))
+    fig = plots.mla_crossover(rows)
+    r = _rend(fig)
+    for ax in fig.axes:
+        start = next(l for l in ax.lines if l.get_label() == "start")
+        y0 = start.get_ydata()[0]
+        assert all(l.get_ydata()[0] == y0 for l in ax.lines if l.get_label() == "start")
+        labels = {float(v): t.get_text() for v, t in zip(ax.get_yticks(), ax.get_yticklabels())}
+        if ax.get_subplotspec().is_first_col():
+            assert "start" in labels[float(y0)], labels
+        texts_ = [t.get_text() for t in ax.texts]
+        assert any(s.startswith("no crossover up to 128K") for s in texts_)
+        assert any("from the start" in s for s in texts_)
+        for t in ax.texts:
+            box = t.get_window_extent(r)
+            assert ax.bbox.x0 <= box.x0 and box.x1 <= ax.bbox.x1 and ax.bbox.y0 <= box.y0 and box.y1 <= ax.bbox.y1, \
+                t.get_text()
+            assert not _box_on_data(ax, box), t.get_text()

@@ -888,7 +888,8 @@ def mla_crossover(rows: Sequence[dict], *, title: str | None = None) -> Figure:
     per dense model (colour; line style: the MLA strategy), from
     glmbench.predict.crossover.mla_crossover_curves rows; each profile's own efficiency is a marker
     on each line. A crossover beyond the grid is drawn on the top edge (shaded: none up to that
-    depth); 'from the start' on the bottom edge. Each panel's title names what the sweep sets (the
+    depth); one from the start on the bottom edge (shaded, its tick 'from start'), each band's label beyond
+    the lines that run along its edge. Each panel's title names what the sweep sets (the
     rows' `knob`): a runtime model's kernel-table entry for the MLA kernel it runs, or a profile's
     per-strategy MLA efficiency."""
     rows = [r for r in rows if r.get("mla_attention_efficiency") is not None]
@@ -905,7 +906,14 @@ def mla_crossover(rows: Sequence[dict], *, title: str | None = None) -> Figure:
     # one strategy: line style tells apart the dense models that share a colour (more models than colours)
     one_strategy = len({r["mla_strategy"] for r in rows}) == 1
     dash = {m: _STYLES[(i // len(_COLOURS)) % len(_STYLES)] for i, m in enumerate(dense)}
-    lo_y, hi_y = 512, top * 1.5
+    # a crossover beyond the grid is drawn at hi_y, one from the start (crossover_depth 0.0: the dense model
+    # as fast at the first depth) at lo_y; each edge row gets a shaded band with room beyond it for its label,
+    # clear of the lines that run along the edge (the label sat on the capped lines, struck through)
+    lo_y, hi_y, edge = 512, top * 1.5, 4.0
+    ticks = [top]
+    while ticks[-1] / 4 >= lo_y * 3:
+        ticks.append(ticks[-1] / 4)
+    ticks = [lo_y] + sorted(ticks)
     for i, rt in enumerate(runtimes):
         for j, n in enumerate(cards):
             ax = axes[i][j]
@@ -924,14 +932,22 @@ def mla_crossover(rows: Sequence[dict], *, title: str | None = None) -> Figure:
                         if r["own"]:
                             ax.plot([r["mla_attention_efficiency"]], [y], "o" if _own_fitted(r) else "D",
                                     color=colour[dm], ms=6, mfc="white", mew=1.8, zorder=4)
-            ax.axhspan(top * 1.15, hi_y * 1.2, color="0.9", zorder=0)
+            ax.axhspan(top * 1.15, hi_y * edge, color="0.9", zorder=0)
+            ax.axhspan(lo_y / edge, lo_y * 1.3, color="0.9", zorder=0)
             ax.axhline(65536, color="0.4", lw=0.8, ls=(0, (2, 2)))
-            ax.text(0.012, 65536 * 1.08, "study: ~64K", fontsize=7, color="0.3")
-            ax.text(0.012, hi_y * 0.9, f"no crossover up to {tokens_label(top)}", fontsize=7, color="0.3", va="top")
+            ax.annotate("study: ~64K", xy=(0.012, 65536), xycoords=("data", "data"), xytext=(0, 1.5),
+                        textcoords="offset points", va="bottom", fontsize=7, color="0.3")
+            ax.text(0.012, 0.98, f"no crossover up to {tokens_label(top)}", fontsize=7, color="0.3", va="top",
+                    transform=ax.get_xaxis_transform())
+            ax.text(0.012, 0.02, "crossover from the start: the dense model as fast at the first depth",
+                    fontsize=7, color="0.3", va="bottom", transform=ax.get_xaxis_transform())
             ax.set_xscale("log")
             ax.set_yscale("log", base=2)
-            ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _pos: tokens_label(v)))
-            ax.set_ylim(lo_y / 1.2, hi_y * 1.2)
+            ax.yaxis.set_major_locator(FixedLocator(ticks))
+            ax.yaxis.set_minor_locator(NullLocator())
+            # the bottom row is no depth of 512 tokens: the crossover is there from the first depth
+            ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _pos: "from start" if v == lo_y else tokens_label(v)))
+            ax.set_ylim(lo_y / edge, hi_y * edge)
             ax.set_xlim(0.01, 1.05)
             knob = next((r.get("knob") for r in pts if r.get("knob")), None)
             ev = " + ".join(e for e in EVIDENCE if any(r["evidence"] == e for r in pts))
