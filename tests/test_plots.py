@@ -594,3 +594,34 @@ def test_crossover_chart_edges_are_labelled_and_their_labels_clear_of_the_lines(
             assert ax.bbox.x0 <= box.x0 and box.x1 <= ax.bbox.x1 and ax.bbox.y0 <= box.y0 and box.y1 <= ax.bbox.y1, \
                 t.get_text()
             assert not _box_on_data(ax, box), t.get_text()
+
+
+def test_spill_labels_sit_by_their_markers_clear_of_the_curves():
+    # `report --depths 256..16M`: four setups spill between 26K and 595K; their labels were stacked by a running
+    # count (9, 21, 33, 45 points up), the last ones far from their markers and on the other setups' curves
+    deep = [256 * 4 ** k for k in range(9)]
+    recs = []
+    for n in (1, 2):
+        rig = dict(BASE, n_cards=n, split="none" if n == 1 else "layer", link_gbps=None if n == 1 else 1.4)
+        for m, w, kib in (("a", 16.0 / n, 52.0 / n), ("b", 17.0 / n, 256.0 / n)):
+            recs += [dict(rig, test="mem", model=m, n_depth=d, mem_bytes=int(w * GIB + kib * 1024 * d),
+                          capacity_bytes=24 * GIB, fits=w * GIB + kib * 1024 * d <= 24 * GIB) for d in deep]
+    fig = plots.memory_vs_context(recs)
+    r = _rend(fig)
+    ax = fig.axes[0]
+    spills = [t for t in ax.texts if t.get_text().startswith("spills")]
+    markers = [l for l in ax.lines if l.get_marker() == "v"]
+    assert len(spills) == len(markers) == 4
+    boxes = {t: t.get_window_extent(r) for t in ax.texts}
+    for t in spills:
+        box = boxes[t]
+        assert ax.bbox.x0 <= box.x0 and box.x1 <= ax.bbox.x1 and ax.bbox.y0 <= box.y0 and box.y1 <= ax.bbox.y1
+        assert not _box_on_data(ax, box), t.get_text()
+        assert not any(box.overlaps(o) for u, o in boxes.items() if u is not t), t.get_text()
+        # near its own marker (the one at its x, in its colour): within 40 points of the marker's centre
+        mx, my = ax.transData.transform(t.xy)
+        mk = next(l for l in markers if l.get_xdata()[0] == t.xy[0])
+        assert mk.get_color() == t.get_color()
+        dx = max(box.x0 - mx, 0, mx - box.x1)
+        dy = max(box.y0 - my, 0, my - box.y1)
+        assert math.hypot(dx, dy) < 40 * fig.dpi / 72, (t.get_text(), dx, dy)

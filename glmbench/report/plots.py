@@ -595,7 +595,7 @@ def memory_vs_context(records: Sequence[dict], *, title: str | None = None) -> F
     styler = _Styler(recs)
     fig, (ax,) = _new_figure()
     gib = [dict(r, mem_gib=float(r["mem_bytes"]) / GIB) for r in recs]
-    n_spills = 0
+    spills = []
     for key, s in _series(gib, "n_depth").items():
         _plot_series(ax, styler, s, "n_depth", "mem_gib", label=f"{s[0]['model']} · {rig_label(s[0])}")
         # spill point: the first context that no longer fits, interpolated between grid points
@@ -609,11 +609,7 @@ def memory_vs_context(records: Sequence[dict], *, title: str | None = None) -> F
                     x = a["n_depth"] + t * (b["n_depth"] - a["n_depth"])
                     ax.plot([x], [cap_gib], marker="v", color=styler.colour(s[0]["model"]), ms=10,
                             mec="black", zorder=5)
-                    ax.annotate(f"spills ≈ {approx_tokens(x)}", xy=(x, cap_gib),
-                                xytext=(-8, 9 + 12 * n_spills), textcoords="offset points",
-                                ha="right", va="bottom", fontsize=8, fontweight="bold",
-                                color=styler.colour(s[0]["model"]))
-                    n_spills += 1
+                    spills.append((x, cap_gib, styler.colour(s[0]["model"])))
                     break
     caps = {}
     for r in recs:
@@ -643,7 +639,35 @@ def memory_vs_context(records: Sequence[dict], *, title: str | None = None) -> F
     _footer(fig, recs)
     _legends_clear_of_data(fig, [ax])
     _place_clear(fig, ax, ceiling_labels)
+    # each spill label beside its own marker, where it covers no curve, legend or other label: stacked by a
+    # running count (9 + 12 n points up) they drifted from their markers, onto other curves
+    for x, cap_gib, colour in spills:
+        _place_near(fig, ax, ax.annotate(f"spills ≈ {approx_tokens(x)}", xy=(x, cap_gib), xytext=(-8, 9),
+                                         textcoords="offset points", fontsize=8, fontweight="bold", color=colour))
     return fig
+
+
+# where a label goes around its point, in order: (dx, dy) points, ha, va; the first is the old fixed spot
+_NEAR_SPOTS = tuple(((sx * 6 if d > 9 else sx * 8, sy * d), "right" if sx < 0 else "left", "bottom" if sy > 0 else "top")
+                    for d in (9, 20, 32, 44) for sy in (1, -1) for sx in (-1, 1))
+
+
+def _place_near(fig: Figure, ax, t, spots=_NEAR_SPOTS) -> None:
+    """Put the annotation `t` at the first of `spots` around its point where it lies inside the axes and
+    covers no line, marker, band, legend or other label; where none is clear, the first spot."""
+    rend = _renderer(fig)
+    leg = ax.get_legend()
+    others = [o.get_window_extent(rend) for o in ax.texts if o is not t]
+    if leg is not None:
+        others.append(leg.get_window_extent(rend))
+    for off, ha, va in spots + (spots[0],):
+        t.set_position(off)
+        t.set_ha(ha)
+        t.set_va(va)
+        box = t.get_window_extent(rend)
+        inside = ax.bbox.x0 <= box.x0 and box.x1 <= ax.bbox.x1 and ax.bbox.y0 <= box.y0 and box.y1 <= ax.bbox.y1
+        if inside and not covers_data(ax, box) and not any(box.overlaps(o) for o in others):
+            return
 
 
 def _place_clear(fig: Figure, ax, labels) -> None:
