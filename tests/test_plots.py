@@ -625,3 +625,46 @@ def test_spill_labels_sit_by_their_markers_clear_of_the_curves():
         dx = max(box.x0 - mx, 0, mx - box.x1)
         dy = max(box.y0 - my, 0, my - box.y1)
         assert math.hypot(dx, dy) < 40 * fig.dpi / 72, (t.get_text(), dx, dy)
+
+
+def test_one_depth_two_rigs_marks_differ_and_one_vs_two_draws_one_single_stream_panel():
+    # `report --depths 4K`: a one-point line is a mark, which shows no line style: one card's and two cards'
+    # dashes at 131 and 130 tok/s lay on each other and their legend entries were alike; and one_vs_two_cards
+    # drew the same 4K panel twice, as 'short single stream' and 'long context'
+    recs = []
+    for n in (1, 2):
+        rig = dict(BASE, n_cards=n, split="none" if n == 1 else "layer", link_gbps=None if n == 1 else 1.4)
+        for m, v in (("a", 131.0), ("b", 33.0)):
+            recs.append(dict(rig, test="tg", model=m, n_depth=4096, avg_ts=v - 0.5 * n))
+            recs.append(dict(rig, test="mem", model=m, n_depth=4096, mem_bytes=int(v / 8 / n * GIB),
+                             capacity_bytes=24 * GIB, fits=True))
+            recs.append(dict(rig, test="serve", model=m, n_depth=4096, concurrency=4, aggregate_tok_s=3 * v * n))
+    recs.append(dict(BASE, evidence="calibrated", test="tg", model="a", n_depth=4096, avg_ts=120.0, avg_ts_lo=100.0,
+                     avg_ts_hi=140.0, n_cards=2, split="layer", link_gbps=1.4))
+    for chart in (plots.generation_vs_context, plots.memory_vs_context):
+        fig = chart(recs)
+        r = _rend(fig)
+        ax = fig.axes[0]
+        for m in ("a", "b"):
+            marks = [l for l in ax.lines if l.get_label().startswith(m + " ·") and "calibrated" not in l.get_label()]
+            assert len(marks) == 2
+            # told apart in the legend (the handle's marker: the line style is hidden under a mark) ...
+            assert len({(l.get_marker(), l.get_linestyle()) for l in marks}) == 2
+            assert marks[0].get_marker() != marks[1].get_marker(), chart.__name__
+            # ... and on the chart: side by side, not one on the other
+            xs = [l.get_transform().transform((l.get_xdata()[0], l.get_ydata()[0]))[0] for l in marks]
+            assert abs(xs[0] - xs[1]) >= 12 * fig.dpi / 72, chart.__name__
+        handles, labels = ax.get_legend_handles_labels()
+        assert len({(h.get_marker(), h.get_markerfacecolor()) for h, lab in zip(handles, labels) if lab.startswith("a ·")}) == \
+            len([lab for lab in labels if lab.startswith("a ·")])
+    # the calibrated mark's error bar stands with its mark
+    ax = plots.generation_vs_context(recs).axes[0]
+    cal = next(l for l in ax.lines if "calibrated" in l.get_label())
+    x_cal = cal.get_transform().transform((4096, 120.0))[0]
+    seg = next(c for c in ax.collections if len(c.get_segments()))
+    assert seg.get_transform().transform(seg.get_segments()[0])[0][0] == pytest.approx(x_cal)
+    fig = plots.one_vs_two_cards(recs)
+    titles = [ax.get_title() for ax in fig.axes]
+    assert len(fig.axes) == 2 and len(set(titles)) == 2, titles
+    assert "4K context, the only depth" in titles[0] and "batched" in titles[1]
+    assert [ax.get_ylabel() for ax in fig.axes] == ["tokens/s (one stream)", "tokens/s (all streams)"]

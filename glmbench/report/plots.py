@@ -41,6 +41,10 @@ GIB = 1024 ** 3
 _COLOURS = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#17becf", "#7f7f7f")
 _STYLES = ("-", "--", ":", "-.")
 _MARKERS = {"measured": "o", "unstable": "x", "calibrated": "s", "predicted": None}
+# a line of one point is a mark: the first rig's is the dash (the square, calibrated), the others' these
+# shapes, hollow; the rigs' marks stand _SINGLE_STEP points apart around their x
+_SINGLE_MARKS = ("_", "^", "D", "p")
+_SINGLE_STEP = 16.0
 
 # The fields that make one line on a chart: the same model on the same rig, formats and runtime.
 RIG_FIELDS = ("device", "n_cards", "split", "link_gbps", "weights", "type_k", "runtime")
@@ -275,19 +279,36 @@ def _plot_series(ax, styler, recs, xf, yf, *, label):
                         label=label + (" (measured, unstable: machine busy)" if shaky else " (measured)"))
         return
     # a line of one point (one depth, `--depths 4K`) draws nothing: it gets a mark of its own, a short
-    # dash for a prediction (still no measured circle), the calibrated square larger
+    # dash for a prediction (still no measured circle), the calibrated square larger. A mark shows no line
+    # style, so the rigs' marks differ in shape (1 card the dash or square, the next rigs triangles,
+    # diamonds, pentagons) and stand side by side: one card's and two cards' marks at nearly one speed lay
+    # on each other, their legend entries alike
     single = sum(1 for y in ys if math.isfinite(y)) == 1
-    marker, ms, mew = _MARKERS.get(ev), 4, None
+    marker, ms, mew, mfc = _MARKERS.get(ev), 4, None, None
+    tr = ax.transData
     if single:
-        marker, ms, mew = (marker or "_"), (14 if marker is None else 7), 2.5
-    ax.plot(xs, ys, styler.style(r0), color=c, lw=2, marker=marker, ms=ms, mew=mew,
-            label=label + ("" if ev == "predicted" else f" ({ev})"))
+        k = styler.rigs[_rig_key(r0)]
+        if k % len(_SINGLE_MARKS):
+            # hollow for a prediction, filled for a calibrated one (as the first rig's dash and square)
+            marker, ms, mew = _SINGLE_MARKS[k % len(_SINGLE_MARKS)], 8, 2.0
+            mfc = "white" if _MARKERS.get(ev) is None else None
+        else:
+            marker, ms, mew = (marker or "_"), (14 if marker is None else 7), 2.5
+        if len(styler.rigs) > 1:
+            tr = offset_copy(ax.transData, fig=ax.figure, x=_SINGLE_STEP * (k - (len(styler.rigs) - 1) / 2),
+                             units="points")
+    # drawn in data coordinates (so that the axes' limits take the point), then moved aside
+    for a in ax.plot(xs, ys, styler.style(r0), color=c, lw=2, marker=marker, ms=ms, mew=mew, mfc=mfc,
+                     label=label + ("" if ev == "predicted" else f" ({ev})")):
+        a.set_transform(tr)
     lo, hi = yf + "_lo", yf + "_hi"
     if all(r.get(lo) is not None and r.get(hi) is not None for r in recs):
         if single:  # a band over one x has no width: an error bar
             i = next(i for i, y in enumerate(ys) if math.isfinite(y))
-            ax.errorbar([xs[i]], [ys[i]], yerr=[[ys[i] - float(recs[i][lo])], [float(recs[i][hi]) - ys[i]]],
-                        fmt="none", ecolor=c, alpha=0.5, capsize=4, lw=1.5)
+            bar = ax.errorbar([xs[i]], [ys[i]], yerr=[[ys[i] - float(recs[i][lo])], [float(recs[i][hi]) - ys[i]]],
+                              fmt="none", ecolor=c, alpha=0.5, capsize=4, lw=1.5)
+            for a in bar.get_children():
+                a.set_transform(tr)
         else:
             ax.fill_between(xs, [float(r[lo]) for r in recs], [float(r[hi]) for r in recs],
                             color=c, alpha=0.15, lw=0)
@@ -802,7 +823,8 @@ def one_vs_two_cards(records: Sequence[dict], *, short_depth: int | None = None,
                      long_depth: int | None = None, title: str | None = None) -> Figure:
     """Three panels, one card vs two per model: a short single stream, a long-context single
     stream (decode tokens/s at the smallest and largest depth both rigs have) and batched
-    throughput (the best aggregate tokens/s of the serve records)."""
+    throughput (the best aggregate tokens/s of the serve records). Where the short and the long
+    depth are one (records at one depth), one single-stream panel says so: two panels."""
     recs = _as_records(records)
     tg = _with_fits([r for r in _select(recs, "tg") if r["evidence"] != "measured" and r.get("avg_ts") is not None],
                     recs, lambda r: r["n_depth"])
@@ -827,7 +849,11 @@ def one_vs_two_cards(records: Sequence[dict], *, short_depth: int | None = None,
     panels = [(f"short single stream\n(decode at {tokens_label(short_depth)} context)", "tg", short_depth),
               (f"long context\n(decode at {tokens_label(long_depth)} context)", "tg", long_depth),
               ("batched throughput\n(best over concurrency)", "serve", None)]
-    fig, axes = _new_figure(3, width=4.2, height=4.6)
+    if short_depth == long_depth:
+        # one depth (report --depths 4K): 'short' and 'long' were the same panel twice, read as two findings
+        panels[:2] = [(f"single stream\n(decode at {tokens_label(short_depth)} context, the only depth)", "tg",
+                       short_depth)]
+    fig, axes = _new_figure(len(panels), width=4.2, height=4.6)
     width = 0.8 / len(cards)
     for ax, (name, test, depth) in zip(axes, panels):
         for j, n in enumerate(cards):
@@ -872,9 +898,8 @@ def one_vs_two_cards(records: Sequence[dict], *, short_depth: int | None = None,
         ax.set_ylim(bottom=0, top=ax.get_ylim()[1] * 1.12)
         ax.grid(True, axis="y", alpha=0.3)
         ax.grid(False, axis="x")
-    axes[0].set_ylabel("tokens/s (one stream)")
-    axes[1].set_ylabel("tokens/s (one stream)")
-    axes[2].set_ylabel("tokens/s (all streams)")
+    for ax, (_name, test, _depth) in zip(axes, panels):
+        ax.set_ylabel("tokens/s (one stream)" if test == "tg" else "tokens/s (all streams)")
     # the shades alone (grey, no hatch): handles taken from the first model's bars took its colour, a
     # spilling bar's hatch ('spills' read as '1 card'), and no entry where that model had no bar
     from matplotlib.patches import Patch
