@@ -668,3 +668,38 @@ def test_one_depth_two_rigs_marks_differ_and_one_vs_two_draws_one_single_stream_
     assert len(fig.axes) == 2 and len(set(titles)) == 2, titles
     assert "4K context, the only depth" in titles[0] and "batched" in titles[1]
     assert [ax.get_ylabel() for ax in fig.axes] == ["tokens/s (one stream)", "tokens/s (all streams)"]
+
+
+def test_series_that_differ_only_by_context_are_told_apart():
+    # `report --model llama-3-8b --depths 128,512 --serve-context 512 --measured llama-batched-bench.md`: the
+    # measured PP 128 and PP 512 series were the same circles in the same colour, on each other, their legend
+    # entries alike; a predicted line at a second context was the first's line style
+    import os
+    from glmbench.results import importers
+    src = os.path.join(os.path.dirname(__file__), "data", "formats", "llama-batched-bench.md")
+    recs = importers.read(src, model="llama-3-8b")
+    recs += [dict(BASE, test="serve", model="llama-3-8b", n_depth=d, concurrency=c, aggregate_tok_s=100.0 * c - d / 64)
+             for d in (128, 512) for c in (1, 2, 4, 8)]
+    fig = plots.throughput_vs_concurrency(recs)
+    r = _rend(fig)
+    ax = fig.axes[0]
+    handles, labels = ax.get_legend_handles_labels()
+    measured = [l for l in ax.lines if l.get_linestyle() == "None" and len(l.get_xdata()) == 6]
+    predicted = [l for l in ax.lines if l.get_linestyle() != "None" and len(l.get_xdata()) == 4]
+    assert len(measured) == 2 and len(predicted) == 2
+    for pair in (measured, predicted):
+        assert pair[0].get_color() == pair[1].get_color()
+        assert (pair[0].get_marker(), pair[0].get_linestyle()) != (pair[1].get_marker(), pair[1].get_linestyle())
+    # the legend tells the four apart
+    keys = {(h.get_marker(), h.get_linestyle()) if hasattr(h, "get_marker") else
+            (h.lines[0].get_marker(), h.lines[0].get_linestyle()) for h in handles}
+    assert len(keys) == len(handles) == 4, labels
+    # and the measured points at one concurrency stand apart, not one on the other (35 vs 36 tok/s at B = 1)
+    a, b = (l.get_transform().transform((l.get_xdata()[0], l.get_ydata()[0])) for l in measured)
+    assert abs(a[0] - b[0]) >= 6 * fig.dpi / 72
+    # prefill vs context: one setup at two prompt lengths, two lines of one colour and style, now two markers
+    pp = [dict(BASE, test="pp", model="a", n_prompt=n, n_depth=d, avg_ts=1000.0 - n / 4 - d / 1024)
+          for n in (512, 2048) for d in DEPTHS]
+    ax = plots.prefill_vs_context(pp).axes[0]
+    lines = [l for l in ax.lines if len(l.get_xdata()) == len(DEPTHS)]
+    assert len(lines) == 2 and len({(l.get_marker(), l.get_linestyle()) for l in lines}) == 2

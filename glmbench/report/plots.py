@@ -45,6 +45,8 @@ _MARKERS = {"measured": "o", "unstable": "x", "calibrated": "s", "predicted": No
 # shapes, hollow; the rigs' marks stand _SINGLE_STEP points apart around their x
 _SINGLE_MARKS = ("_", "^", "D", "p")
 _SINGLE_STEP = 16.0
+# the markers of one setup's series at several contexts (throughput_vs_concurrency), hollow
+_CONTEXT_MARKS = ("o", "^", "D", "v", "p")
 
 # The fields that make one line on a chart: the same model on the same rig, formats and runtime.
 RIG_FIELDS = ("device", "n_cards", "split", "link_gbps", "weights", "type_k", "runtime")
@@ -257,7 +259,10 @@ def _crossover_provenance(rows) -> str:
     return "  |  ".join(parts[:2]) + "\n" + "  |  ".join(parts[2:])
 
 
-def _plot_series(ax, styler, recs, xf, yf, *, label):
+def _plot_series(ax, styler, recs, xf, yf, *, label, mark=None, dx=0.0):
+    """One series: measured points as markers (`mark` in place of the circle, moved `dx` points aside),
+    a prediction as a line (with `mark` at its points where given: series that share colour and line
+    style, told apart)."""
     r0 = recs[0]
     ev = r0["evidence"]
     xs = [float(r[xf]) for r in recs]
@@ -273,10 +278,15 @@ def _plot_series(ax, styler, recs, xf, yf, *, label):
             yerr = None
             if all(recs[i].get("stddev_ts") is not None for i in sel) and yf == "avg_ts":
                 yerr = [float(recs[i]["stddev_ts"]) for i in sel]
-            ax.errorbar([xs[i] for i in sel], [ys[i] for i in sel], yerr=yerr,
-                        fmt=_MARKERS["unstable" if shaky else "measured"], color=c, ms=7 if shaky else 6,
-                        capsize=3, mfc="white", mew=1.6, zorder=3,
-                        label=label + (" (measured, unstable: machine busy)" if shaky else " (measured)"))
+            bar = ax.errorbar([xs[i] for i in sel], [ys[i] for i in sel], yerr=yerr,
+                              fmt=_MARKERS["unstable"] if shaky else (mark or _MARKERS["measured"]), color=c,
+                              ms=7 if shaky else 6,
+                              capsize=3, mfc="white", mew=1.6, zorder=3,
+                              label=label + (" (measured, unstable: machine busy)" if shaky else " (measured)"))
+            if dx:
+                tr = offset_copy(ax.transData, fig=ax.figure, x=dx, units="points")
+                for a in bar.get_children():
+                    a.set_transform(tr)
         return
     # a line of one point (one depth, `--depths 4K`) draws nothing: it gets a mark of its own, a short
     # dash for a prediction (still no measured circle), the calibrated square larger. A mark shows no line
@@ -285,10 +295,14 @@ def _plot_series(ax, styler, recs, xf, yf, *, label):
     # on each other, their legend entries alike
     single = sum(1 for y in ys if math.isfinite(y)) == 1
     marker, ms, mew, mfc = _MARKERS.get(ev), 4, None, None
+    if mark:
+        marker, ms, mfc = mark, 6, "white"
     tr = ax.transData
     if single:
         k = styler.rigs[_rig_key(r0)]
-        if k % len(_SINGLE_MARKS):
+        if mark:
+            ms, mew = 8, 2.0
+        elif k % len(_SINGLE_MARKS):
             # hollow for a prediction, filled for a calibrated one (as the first rig's dash and square)
             marker, ms, mew = _SINGLE_MARKS[k % len(_SINGLE_MARKS)], 8, 2.0
             mfc = "white" if _MARKERS.get(ev) is None else None
@@ -594,9 +608,13 @@ def prefill_vs_context(records: Sequence[dict], *, title: str | None = None) -> 
     styler = _Styler(recs)
     fig, (ax,) = _new_figure()
     drawn = [r for r in recs if r["n_depth"]]
-    for n in sorted(keep):
+    # one setup's lines at several prompt lengths share colour and line style: the prompt length takes the
+    # marker (as the context does on the throughput chart)
+    for i, n in enumerate(sorted(keep)):
+        mark = _CONTEXT_MARKS[i % len(_CONTEXT_MARKS)] if len(keep) > 1 else None
         for key, s in _series([r for r in drawn if r["n_prompt"] == n], "n_depth").items():
-            _plot_series(ax, styler, s, "n_depth", "avg_ts", label=f"{s[0]['model']} · {rig_label(s[0])} · pp{n}")
+            _plot_series(ax, styler, s, "n_depth", "avg_ts", label=f"{s[0]['model']} · {rig_label(s[0])} · pp{n}",
+                         mark=mark if mark != _CONTEXT_MARKS[0] or s[0]["evidence"] == "measured" else None)
     _mark_spill(ax, drawn, "n_depth", "avg_ts")
     _log2_token_axis(ax, [r["n_depth"] for r in drawn], "context already in the cache (tokens, log scale)")
     _y_axis(ax, [r["avg_ts"] for r in drawn], "prefill speed (tokens/s)")
@@ -738,13 +756,24 @@ def throughput_vs_concurrency(records: Sequence[dict], *, title: str | None = No
     # line zig-zagging between them
     series = [s for d in sorted({r.get("n_depth") for r in recs}, key=lambda d: (d is None, d or 0))
               for s in _series([r for r in recs if r.get("n_depth") == d], "concurrency").values()]
+    # the series of one setup at two contexts share colour and line style: the context takes the marker (a
+    # measured series at the first context keeps its circle, a predicted line no marker); batched-bench's
+    # PP 128 and PP 512 series were the same circles in the same colour, their legend entries alike
+    ctx_marks = {d: _CONTEXT_MARKS[i % len(_CONTEXT_MARKS)] for i, d in enumerate(depths)} if len(depths) > 1 else {}
     for s in series:
         ok = [r for r in s if r.get("fits") is not False]
         if ok:
             drawn += 1
             ctx = f" @ {tokens_label(s[0]['n_depth'])} ctx" if len(depths) > 1 and s[0].get("n_depth") else ""
+            mark = ctx_marks.get(s[0].get("n_depth"))
+            if mark == _CONTEXT_MARKS[0] and s[0]["evidence"] != "measured":
+                mark = None
+            # and measured points at several contexts stand side by side, at nearly one rate not one on another
+            dx = 0.0
+            if s[0]["evidence"] == "measured" and s[0].get("n_depth") in ctx_marks:
+                dx = 7.0 * (depths.index(s[0].get("n_depth")) - (len(depths) - 1) / 2)
             _plot_series(ax, styler, ok, "concurrency", "aggregate_tok_s",
-                         label=f"{s[0]['model']} · {rig_label(s[0])}{ctx}")
+                         label=f"{s[0]['model']} · {rig_label(s[0])}{ctx}", mark=mark, dx=dx)
     bad = [r for r in recs if r.get("fits") is False]
     # one cross per model and concurrency; the models' crosses at one concurrency stacked upwards,
     # so that one model's cross does not hide another's
