@@ -562,3 +562,144 @@ def test_batched_decode_rows_draw_on_the_throughput_chart():
     assert ys[1] == pytest.approx((36.37, 71.33, 135.16, 249.40, 429.29, 694.76))
     labels = ax.get_legend_handles_labels()[1]
     assert any("(measured)" in s and "@ 128 ctx" in s for s in labels)
+
+
+def test_crossover_chart_edges_are_labelled_and_their_labels_clear_of_the_lines():
+    # the default report's mla_crossover.png: a crossover from the start (crossover_depth 0.0) sat on the
+    # bottom edge with the tick '512' (no such crossover depth), and 'no crossover up to 128K' was struck
+    # through by the lines running along the top edge
+    rows = []
+    for n in (1, 2):
+        for dm, depths in (("steep", (4096.0, None, None, None)), ("start", (0.0, 0.0, 2048.0, 65536.0)),
+                           ("mid", (1024.0, 16384.0, 60000.0, None))):
+            for e, d in zip((0.02, 0.03, 0.1, 0.5), depths):
+                rows.append(dict(mla_model="glm-4.7-flash", dense_model=dm, n_cards=n, rig="RTX 3090", split="none",
+                                 runtime="typical", evidence="predicted", mla_strategy="flash",
+                                 mla_attention_efficiency=e, own=e == 0.1, own_fitted=False, knob="x",
+                                 crossover_depth=d, max_depth=131072, weights="q4_K", kv="f16"))
+    fig = plots.mla_crossover(rows)
+    r = _rend(fig)
+    for ax in fig.axes:
+        start = next(l for l in ax.lines if l.get_label() == "start")
+        y0 = start.get_ydata()[0]
+        assert all(l.get_ydata()[0] == y0 for l in ax.lines if l.get_label() == "start")
+        labels = {float(v): t.get_text() for v, t in zip(ax.get_yticks(), ax.get_yticklabels())}
+        if ax.get_subplotspec().is_first_col():
+            assert "start" in labels[float(y0)], labels
+        texts_ = [t.get_text() for t in ax.texts]
+        assert any(s.startswith("no crossover up to 128K") for s in texts_)
+        assert any("from the start" in s for s in texts_)
+        for t in ax.texts:
+            box = t.get_window_extent(r)
+            assert ax.bbox.x0 <= box.x0 and box.x1 <= ax.bbox.x1 and ax.bbox.y0 <= box.y0 and box.y1 <= ax.bbox.y1, \
+                t.get_text()
+            assert not _box_on_data(ax, box), t.get_text()
+
+
+def test_spill_labels_sit_by_their_markers_clear_of_the_curves():
+    # `report --depths 256..16M`: four setups spill between 26K and 595K; their labels were stacked by a running
+    # count (9, 21, 33, 45 points up), the last ones far from their markers and on the other setups' curves
+    deep = [256 * 4 ** k for k in range(9)]
+    recs = []
+    for n in (1, 2):
+        rig = dict(BASE, n_cards=n, split="none" if n == 1 else "layer", link_gbps=None if n == 1 else 1.4)
+        for m, w, kib in (("a", 16.0 / n, 52.0 / n), ("b", 17.0 / n, 256.0 / n)):
+            recs += [dict(rig, test="mem", model=m, n_depth=d, mem_bytes=int(w * GIB + kib * 1024 * d),
+                          capacity_bytes=24 * GIB, fits=w * GIB + kib * 1024 * d <= 24 * GIB) for d in deep]
+    fig = plots.memory_vs_context(recs)
+    r = _rend(fig)
+    ax = fig.axes[0]
+    spills = [t for t in ax.texts if t.get_text().startswith("spills")]
+    markers = [l for l in ax.lines if l.get_marker() == "v"]
+    assert len(spills) == len(markers) == 4
+    boxes = {t: t.get_window_extent(r) for t in ax.texts}
+    for t in spills:
+        box = boxes[t]
+        assert ax.bbox.x0 <= box.x0 and box.x1 <= ax.bbox.x1 and ax.bbox.y0 <= box.y0 and box.y1 <= ax.bbox.y1
+        assert not _box_on_data(ax, box), t.get_text()
+        assert not any(box.overlaps(o) for u, o in boxes.items() if u is not t), t.get_text()
+        # near its own marker (the one at its x, in its colour): within 40 points of the marker's centre
+        mx, my = ax.transData.transform(t.xy)
+        mk = next(l for l in markers if l.get_xdata()[0] == t.xy[0])
+        assert mk.get_color() == t.get_color()
+        dx = max(box.x0 - mx, 0, mx - box.x1)
+        dy = max(box.y0 - my, 0, my - box.y1)
+        assert math.hypot(dx, dy) < 40 * fig.dpi / 72, (t.get_text(), dx, dy)
+
+
+def test_one_depth_two_rigs_marks_differ_and_one_vs_two_draws_one_single_stream_panel():
+    # `report --depths 4K`: a one-point line is a mark, which shows no line style: one card's and two cards'
+    # dashes at 131 and 130 tok/s lay on each other and their legend entries were alike; and one_vs_two_cards
+    # drew the same 4K panel twice, as 'short single stream' and 'long context'
+    recs = []
+    for n in (1, 2):
+        rig = dict(BASE, n_cards=n, split="none" if n == 1 else "layer", link_gbps=None if n == 1 else 1.4)
+        for m, v in (("a", 131.0), ("b", 33.0)):
+            recs.append(dict(rig, test="tg", model=m, n_depth=4096, avg_ts=v - 0.5 * n))
+            recs.append(dict(rig, test="mem", model=m, n_depth=4096, mem_bytes=int(v / 8 / n * GIB),
+                             capacity_bytes=24 * GIB, fits=True))
+            recs.append(dict(rig, test="serve", model=m, n_depth=4096, concurrency=4, aggregate_tok_s=3 * v * n))
+    recs.append(dict(BASE, evidence="calibrated", test="tg", model="a", n_depth=4096, avg_ts=120.0, avg_ts_lo=100.0,
+                     avg_ts_hi=140.0, n_cards=2, split="layer", link_gbps=1.4))
+    for chart in (plots.generation_vs_context, plots.memory_vs_context):
+        fig = chart(recs)
+        r = _rend(fig)
+        ax = fig.axes[0]
+        for m in ("a", "b"):
+            marks = [l for l in ax.lines if l.get_label().startswith(m + " ·") and "calibrated" not in l.get_label()]
+            assert len(marks) == 2
+            # told apart in the legend (the handle's marker: the line style is hidden under a mark) ...
+            assert len({(l.get_marker(), l.get_linestyle()) for l in marks}) == 2
+            assert marks[0].get_marker() != marks[1].get_marker(), chart.__name__
+            # ... and on the chart: side by side, not one on the other
+            xs = [l.get_transform().transform((l.get_xdata()[0], l.get_ydata()[0]))[0] for l in marks]
+            assert abs(xs[0] - xs[1]) >= 12 * fig.dpi / 72, chart.__name__
+        handles, labels = ax.get_legend_handles_labels()
+        assert len({(h.get_marker(), h.get_markerfacecolor()) for h, lab in zip(handles, labels) if lab.startswith("a ·")}) == \
+            len([lab for lab in labels if lab.startswith("a ·")])
+    # the calibrated mark's error bar stands with its mark
+    ax = plots.generation_vs_context(recs).axes[0]
+    cal = next(l for l in ax.lines if "calibrated" in l.get_label())
+    x_cal = cal.get_transform().transform((4096, 120.0))[0]
+    seg = next(c for c in ax.collections if len(c.get_segments()))
+    assert seg.get_transform().transform(seg.get_segments()[0])[0][0] == pytest.approx(x_cal)
+    fig = plots.one_vs_two_cards(recs)
+    titles = [ax.get_title() for ax in fig.axes]
+    assert len(fig.axes) == 2 and len(set(titles)) == 2, titles
+    assert "4K context, the only depth" in titles[0] and "batched" in titles[1]
+    assert [ax.get_ylabel() for ax in fig.axes] == ["tokens/s (one stream)", "tokens/s (all streams)"]
+
+
+def test_series_that_differ_only_by_context_are_told_apart():
+    # `report --model llama-3-8b --depths 128,512 --serve-context 512 --measured llama-batched-bench.md`: the
+    # measured PP 128 and PP 512 series were the same circles in the same colour, on each other, their legend
+    # entries alike; a predicted line at a second context was the first's line style
+    import os
+    from glmbench.results import importers
+    src = os.path.join(os.path.dirname(__file__), "data", "formats", "llama-batched-bench.md")
+    recs = importers.read(src, model="llama-3-8b")
+    recs += [dict(BASE, test="serve", model="llama-3-8b", n_depth=d, concurrency=c, aggregate_tok_s=100.0 * c - d / 64)
+             for d in (128, 512) for c in (1, 2, 4, 8)]
+    fig = plots.throughput_vs_concurrency(recs)
+    r = _rend(fig)
+    ax = fig.axes[0]
+    handles, labels = ax.get_legend_handles_labels()
+    measured = [l for l in ax.lines if l.get_linestyle() == "None" and len(l.get_xdata()) == 6]
+    predicted = [l for l in ax.lines if l.get_linestyle() != "None" and len(l.get_xdata()) == 4]
+    assert len(measured) == 2 and len(predicted) == 2
+    for pair in (measured, predicted):
+        assert pair[0].get_color() == pair[1].get_color()
+        assert (pair[0].get_marker(), pair[0].get_linestyle()) != (pair[1].get_marker(), pair[1].get_linestyle())
+    # the legend tells the four apart
+    keys = {(h.get_marker(), h.get_linestyle()) if hasattr(h, "get_marker") else
+            (h.lines[0].get_marker(), h.lines[0].get_linestyle()) for h in handles}
+    assert len(keys) == len(handles) == 4, labels
+    # and the measured points at one concurrency stand apart, not one on the other (35 vs 36 tok/s at B = 1)
+    a, b = (l.get_transform().transform((l.get_xdata()[0], l.get_ydata()[0])) for l in measured)
+    assert abs(a[0] - b[0]) >= 6 * fig.dpi / 72
+    # prefill vs context: one setup at two prompt lengths, two lines of one colour and style, now two markers
+    pp = [dict(BASE, test="pp", model="a", n_prompt=n, n_depth=d, avg_ts=1000.0 - n / 4 - d / 1024)
+          for n in (512, 2048) for d in DEPTHS]
+    ax = plots.prefill_vs_context(pp).axes[0]
+    lines = [l for l in ax.lines if len(l.get_xdata()) == len(DEPTHS)]
+    assert len(lines) == 2 and len({(l.get_marker(), l.get_linestyle()) for l in lines}) == 2
