@@ -429,32 +429,39 @@ def crossovers(records: Sequence[dict], x_field: str = "n_depth", y_field: str =
     Returns dicts {rig label, models (a, b), x, faster_before, faster_after}; x interpolated by
     glmbench.predict.costmodel.crossover on the shared grid of the two lines.
     """
-    recs = [r for r in _as_records(records) if r["evidence"] != "measured"
-            and r.get(x_field) is not None and r.get(y_field) is not None]
-    by_rig: dict[tuple, dict[str, dict[float, float]]] = defaultdict(lambda: defaultdict(dict))
     labels = {}
-    for r in recs:
-        k = _rig_key(r) + (r["evidence"],)
-        by_rig[k][str(r["model"])][float(r[x_field])] = float(r[y_field])
-        labels[k] = rig_label(r)
     out = []
+    for k, a, b, xs, ya, yb in _model_pairs(_as_records(records), x_field, y_field, labels):
+        for x in crossover(xs, ya, yb):
+            before = [j for j, xv in enumerate(xs) if xv < x]
+            j = before[-1] if before else 0
+            first = a if ya[j] > yb[j] else b
+            out.append({"rig": labels[k], "models": (a, b), "x": float(x),
+                        "faster_before": first, "faster_after": b if first == a else a,
+                        "evidence": k[-1], "weights": k[4], "kv": k[5], "runtime": k[6]})
+    return out
+
+
+def _model_pairs(records, x_field, y_field, labels=None, x_zero=True):
+    """(rig key, model a, model b, shared xs, a's ys, b's ys) for every two models' predicted lines on one rig
+    (same evidence) with at least two x values in common, a before b by name; `labels` gets each rig key's
+    label; x_zero False leaves out points at x = 0."""
+    by_rig: dict[tuple, dict[str, dict[float, float]]] = defaultdict(lambda: defaultdict(dict))
+    for r in records:
+        x = r.get(x_field)
+        if r["evidence"] == "measured" or x is None or r.get(y_field) is None or (not x_zero and not x):
+            continue
+        k = _rig_key(r) + (r["evidence"],)
+        by_rig[k][str(r["model"])][float(x)] = float(r[y_field])
+        if labels is not None:
+            labels[k] = rig_label(r)
     for k, models in by_rig.items():
         names = sorted(models)
         for i, a in enumerate(names):
             for b in names[i + 1:]:
                 xs = sorted(set(models[a]) & set(models[b]))
-                if len(xs) < 2:
-                    continue
-                ya = [models[a][x] for x in xs]
-                yb = [models[b][x] for x in xs]
-                for x in crossover(xs, ya, yb):
-                    before = [j for j, xv in enumerate(xs) if xv < x]
-                    j = before[-1] if before else 0
-                    first = a if ya[j] > yb[j] else b
-                    out.append({"rig": labels[k], "models": (a, b), "x": float(x),
-                                "faster_before": first, "faster_after": b if first == a else a,
-                                "evidence": k[-1], "weights": k[4], "kv": k[5], "runtime": k[6]})
-    return out
+                if len(xs) >= 2:
+                    yield k, a, b, xs, [models[a][x] for x in xs], [models[b][x] for x in xs]
 
 
 # ---- charts -------------------------------------------------------------------------------------
@@ -515,24 +522,14 @@ def generation_vs_context(records: Sequence[dict], *, title: str | None = None) 
 def _no_crossover_note(records, x_field: str = "n_depth", y_field: str = "avg_ts") -> str:
     """'\nno crossover from 1K to 128K: A faster than B throughout' where predicted lines of two models
     share a rig and never cross: the chart said nothing, and a missing crossover line read as an oversight."""
-    by_rig: dict = defaultdict(lambda: defaultdict(dict))
-    for r in records:
-        if r["evidence"] != "measured" and r.get(x_field) and r.get(y_field) is not None:
-            by_rig[_rig_key(r) + (r["evidence"],)][str(r["model"])][float(r[x_field])] = float(r[y_field])
     said, span = [], []
-    for models in by_rig.values():
-        names = sorted(models)
-        for i, a in enumerate(names):
-            for b in names[i + 1:]:
-                xs = sorted(set(models[a]) & set(models[b]))
-                if len(xs) < 2:
-                    continue
-                diff = [models[a][x] - models[b][x] for x in xs]
-                if all(d > 0 for d in diff) or all(d < 0 for d in diff):
-                    fast, slow = (a, b) if diff[0] > 0 else (b, a)
-                    if f"{fast} faster than {slow}" not in said:
-                        said.append(f"{fast} faster than {slow}")
-                    span += [xs[0], xs[-1]]
+    for _, a, b, xs, ya, yb in _model_pairs(records, x_field, y_field, x_zero=False):
+        diff = [p - q for p, q in zip(ya, yb)]
+        if all(d > 0 for d in diff) or all(d < 0 for d in diff):
+            fast, slow = (a, b) if diff[0] > 0 else (b, a)
+            if f"{fast} faster than {slow}" not in said:
+                said.append(f"{fast} faster than {slow}")
+            span += [xs[0], xs[-1]]
     if not said:
         return ""
     where = f"from {tokens_label(min(span))} to {tokens_label(max(span))}"
