@@ -133,11 +133,12 @@ def test_compare_serving_and_plot_batched(capsys, tmp_path):
     assert "no points in common" in one_line_error(rc, err)
     rc, out, _ = run(capsys, "compare", sample("vllm-bench-serve.json"), sample("vllm-bench-serve.json"), "--json")
     assert rc == 0 and [r["test"] for r in json.loads(out)["rows"]] == ["serve4@d1062"]
-    # batched-bench: the one-stream rows (B = 1) draw on the one-stream charts, the others do not
+    # batched-bench: the one-stream rows (B = 1) draw on the one-stream charts, and the decode rows of several
+    # streams (with their one-stream row as B = 1) on the throughput chart (they were dropped before)
     rc, out, _ = run(capsys, "plot", sample("llama-batched-bench.md"), "--model", "qwen3-32b", "--out",
                      str(tmp_path / "b"))
     assert rc == 0 and sorted(os.path.basename(p) for p in out.split()) == [
-        "generation_vs_context.png", "prefill_vs_prompt.png"]
+        "generation_vs_context.png", "prefill_vs_prompt.png", "throughput_vs_concurrency.png"]
 
 
 def test_compare_one_file_shows_what_was_read_and_how(capsys):
