@@ -692,18 +692,23 @@ def _place_near(fig: Figure, ax, t, spots=_NEAR_SPOTS) -> None:
     """Put the annotation `t` at the first of `spots` around its point where it lies inside the axes and
     covers no line, marker, band, legend or other label; where none is clear, the first spot."""
     rend = _renderer(fig)
-    leg = ax.get_legend()
-    others = [o.get_window_extent(rend) for o in ax.texts if o is not t]
-    if leg is not None:
-        others.append(leg.get_window_extent(rend))
     for off, ha, va in spots + (spots[0],):
         t.set_position(off)
         t.set_ha(ha)
         t.set_va(va)
-        box = t.get_window_extent(rend)
-        inside = ax.bbox.x0 <= box.x0 and box.x1 <= ax.bbox.x1 and ax.bbox.y0 <= box.y0 and box.y1 <= ax.bbox.y1
-        if inside and not covers_data(ax, box) and not any(box.overlaps(o) for o in others):
+        if _text_clear(ax, t, rend):
             return
+
+
+def _text_clear(ax, t, rend) -> bool:
+    """Whether the text `t` lies inside the axes and covers no line, marker, band, legend or other text."""
+    box = t.get_window_extent(rend)
+    others = [o.get_window_extent(rend) for o in ax.texts if o is not t]
+    leg = ax.get_legend()
+    if leg is not None:
+        others.append(leg.get_window_extent(rend))
+    inside = ax.bbox.x0 <= box.x0 and box.x1 <= ax.bbox.x1 and ax.bbox.y0 <= box.y0 and box.y1 <= ax.bbox.y1
+    return inside and not covers_data(ax, box) and not any(box.overlaps(o) for o in others)
 
 
 def _place_clear(fig: Figure, ax, labels) -> None:
@@ -713,7 +718,6 @@ def _place_clear(fig: Figure, ax, labels) -> None:
     if not labels:
         return
     rend = _renderer(fig)
-    leg = ax.get_legend()
     spots = (((0.01, "left"), (0, 3), "bottom"), ((0.01, "left"), (0, -3), "top"),
              ((0.99, "right"), (0, 3), "bottom"), ((0.99, "right"), (0, -3), "top"))
     for t in labels:
@@ -723,12 +727,7 @@ def _place_clear(fig: Figure, ax, labels) -> None:
             t.set_position(off)
             t.set_ha(ha)
             t.set_va(va)
-            box = t.get_window_extent(rend)
-            others = [o.get_window_extent(rend) for o in ax.texts if o is not t]
-            if leg is not None:
-                others.append(leg.get_window_extent(rend))
-            inside = ax.bbox.x0 <= box.x0 and box.x1 <= ax.bbox.x1 and ax.bbox.y0 <= box.y0 and box.y1 <= ax.bbox.y1
-            if inside and not covers_data(ax, box) and not any(box.overlaps(o) for o in others):
+            if _text_clear(ax, t, rend):
                 break
         else:  # nowhere clear: where it was
             (x, ha), off, va = spots[0]
