@@ -261,6 +261,34 @@ def test_pair_verdicts():
     assert not v["holds"] and "16-32K" in v["verdict"]
 
 
+def test_pair_verdict_a_bucket_neither_serves_is_no_win():
+    """Both setups reject every request of a bucket (longer than either's context): no share met, all
+    rejected, no latency. That bucket is a tie, not a win for whichever setup was listed first: the
+    trace of `qwen3-32b` on one card vs two (both refuse the 64-128K prompts, past its 40,960 positions)
+    said one card "wins 64-128K" and so that the synthetic comparison did not hold."""
+    a, b = "A", "B"
+    flat = {"a": a, "b": b, "depths": [1024, 16384], "crossovers": [], "faster_before": a, "faster_after": a}
+    rows = _rows({"<4K": a, "16-32K": a}, a, b)
+    for s in (b, a):       # the slower setup listed first: max() would pick it on a full tie
+        rows.append({"prefix_cache": False, "bucket": "64-128K", "setup": s, "requests": 5,
+                     "slo_attainment_tok": 0.0, "rejected_tok": 1.0, "e2e_s_mean_tok": math.nan})
+    v = rp._pair_verdict(flat, rows, False)
+    assert v["holds"], v["verdict"]
+    assert [w["bucket"] for w in v["trace_winners"]] == ["<4K", "16-32K"]
+    assert "64-128K" in v["verdict"] and "tie" in v["verdict"]
+    # a crossing pair: the tied bucket is no take-over either
+    crossing = {**flat, "crossovers": [20000.0], "faster_after": b}
+    v = rp._pair_verdict(crossing, rows, False)
+    assert not v["holds"] and v["trace_crossovers"] == []
+    # every bucket a tie: nothing to judge, and the verdict says why
+    v = rp._pair_verdict(flat, [r for r in rows if r["bucket"] == "64-128K"], False)
+    assert not v["holds"] and "cannot tell" in v["verdict"] and "tie" in v["verdict"]
+    # the study's own winners: a tied bucket starts no crossover
+    ws = [{"bucket": n, "bucket_lo": lo, "requests": 5, "winner": w, "tie": t}
+          for (n, lo, _), w, t in zip(rp.BUCKETS, ["A", "A", "A", "A", "A", "B"], [0, 0, 0, 0, 0, 1])]
+    assert rp.crossovers(ws) == []
+
+
 def test_synthetic_pairs_differ_in_one_thing():
     qwen = cm.Setup("qwen3-32b", "rtx-3090")
     qwen2 = cm.Setup("qwen3-32b", Rig(get_gpu("rtx-3090"), 2, link_gbps=1.4), split="layer")

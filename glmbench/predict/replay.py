@@ -841,11 +841,12 @@ def _winner(rows) -> dict:
 
 
 def crossovers(winners: Sequence[dict]) -> list[dict]:
-    """Where the per-bucket winner changes, walking up the buckets that hold requests."""
+    """Where the per-bucket winner changes, walking up the buckets that hold requests (a tied
+    bucket, e.g. one every setup rejects whole, has no winner: it starts no crossover)."""
     out = []
     prev = None
     for w in winners:
-        if w["requests"] == 0:
+        if w["requests"] == 0 or w.get("tie"):
             continue
         if prev is not None and w["winner"] != prev["winner"]:
             out.append({"at_tokens": w["bucket_lo"], "bucket": w["bucket"], "from": prev["winner"], "to": w["winner"]})
@@ -884,16 +885,20 @@ def _pair_verdict(syn: dict, bucket_rows: Sequence[dict], prefix_cache: bool) ->
     two setups alone. With a synthetic crossover, it holds when the trace's winner switches the
     same way; without one, when the setup faster at every depth wins every bucket."""
     a, b = syn["faster_before"], syn["faster_after"]
-    ws = []
+    ws, tied = [], []
     for name, lo, _ in BUCKETS:
         rows = [r for r in bucket_rows if r["prefix_cache"] == prefix_cache and r["bucket"] == name
                 and r["setup"] in (syn["a"], syn["b"]) and r.get("requests")]
         if len(rows) == 2:
-            ws.append({"bucket": name, "bucket_lo": lo, "requests": rows[0]["requests"], **_winner(rows)})
+            w = {"bucket": name, "bucket_lo": lo, "requests": rows[0]["requests"], **_winner(rows)}
+            # a tie (both reject the whole bucket, say) is no win for either: left out of the judgement
+            (tied if w["tie"] else ws).append(w if not w["tie"] else name)
     cr = crossovers(ws)
     lo_d, hi_d = syn["depths"]
+    tie_note = (f" ({', '.join(tied)}: a tie, neither setup ahead)" if tied else "")
     if not ws:
-        holds, verdict = False, "cannot tell: no bucket of the trace holds requests"
+        holds, verdict = False, ("cannot tell: no bucket of the trace holds requests" if not tied else
+                                 "cannot tell: the two tie in every bucket of the trace" + tie_note)
     elif syn["crossovers"]:
         same = [c for c in cr if c["from"] == a and c["to"] == b]
         holds = bool(same)
@@ -912,7 +917,10 @@ def _pair_verdict(syn: dict, bucket_rows: Sequence[dict], prefix_cache: bool) ->
         verdict = (f"no synthetic crossover ({a} decodes one stream faster at every depth from {lo_d:,} to {hi_d:,} "
                    f"where both fit): " + ("holds, it wins every bucket of the trace" if holds else
                                            f"does not hold, the other wins {', '.join(lost)} on the trace"))
-    return {**syn, "holds": holds, "trace_winners": ws, "trace_crossovers": cr, "verdict": verdict}
+    if ws and tied:
+        verdict += tie_note
+    return {**syn, "holds": holds, "trace_winners": ws, "trace_crossovers": cr, "verdict": verdict,
+            "trace_ties": tied}
 
 
 # a study's run and bucket rows carry these fields of their setup (sweep.setup_fields)

@@ -263,7 +263,8 @@ def render(res: dict, charts: Sequence[str] = ()) -> str:
             won = {}
             for w in v["trace_winners"]:
                 won.setdefault(w["winner"], []).append(w["bucket"])
-            trace = "; ".join(f"{k} wins {', '.join(b)}" for k, b in won.items()) or "–"
+            trace = "; ".join([f"{k} wins {', '.join(b)}" for k, b in won.items()] +
+                              ([f"a tie in {', '.join(v['trace_ties'])}"] if v.get("trace_ties") else [])) or "–"
             L.append(f"| {v['a']} vs {v['b']} | {synthetic} | {trace} | {'yes' if v['holds'] else 'no'} |")
     sp = res.get("study_point")
     if sp:
