@@ -220,6 +220,37 @@ def test_study_decides_and_names_the_crossover():
         assert c["from"] != c["to"]
 
 
+def test_study_no_keeps_up_reason_when_the_best_met_nothing(monkeypatch):
+    """The first-ranked setup met the targets for none of its tokens (ranked first by fewer rejected
+    tokens) while another met a sliver (0.005%, the same to the percent): no setup keeps up, and the
+    first reason must say so, not 'meets TTFT <= 10 s and TPOT <= 0.1 s for 0.0% of tokens' as if it
+    were a decision (what `glmbench trace mooncake-conversation --rate-scale 0.05 --runtime ik_llama.cpp`
+    printed under its 'No setup keeps up' headline)."""
+    att = {SETUP.label: 4.9e-5, TWO.label: 0.0}
+    rej = {SETUP.label: 0.4, TWO.label: 0.0}
+
+    class Fake:
+        def __init__(self, s, c):
+            self.row = {"setup": s.label, "prefix_cache": c.prefix_cache, "requests": 10, "failed": 0,
+                        "rejected": 4 if rej[s.label] else 0, "rejected_why": "too long",
+                        "slo_attainment_tok": att[s.label], "rejected_tok": rej[s.label],
+                        "e2e_s_mean_tok": 100.0, "ttft_s_p50": 50.0, "ttft_s_p90": 90.0, "tpot_s_p50": 0.3,
+                        "throughput_tok_s": 10.0}
+
+        def summary(self):
+            return dict(self.row)
+
+        def buckets(self):
+            return [{**self.row, "bucket": "<4K", "tokens": 1000}]
+
+    monkeypatch.setattr(rp, "replay", lambda tr, s, c, **kw: Fake(s, c))
+    res = rp.study(traces.from_requests([(0.0, 1000, 8)], name="t"), [SETUP, TWO], prefix_cache=(False,))
+    d = res["decision"]
+    assert d["best"] == TWO.label and not d["keeps_up"] and d["setup"] == ""
+    assert d["reasons"][0].startswith("no setup keeps up"), d["reasons"][0]
+    assert TWO.label in d["reasons"][0]
+
+
 def test_batched_point_runs_the_streams_together():
     b = rp.batched_throughput(TWO, 8, prompt=4096, output=64)
     assert b["max_running"] == 8 and b["rejected"] == 0

@@ -1010,7 +1010,8 @@ def study(trace, setups: Sequence[cm.Setup], config: ServerConfig | None = None,
     keeps_up = not none_served and best["slo_attainment_tok"] >= keeps_up_tok
     if none_served:
         reason.append("no setup serves any request of this trace")
-    elif not keeps_up and best["slo_attainment_tok"] > 0:
+    elif not keeps_up and any(r["slo_attainment_tok"] > 0 for r in rows):
+        # (the first-ranked may have met nothing, ranked by rejected tokens over one that met a sliver)
         reason.append(f"no setup keeps up with this trace at this rate: the best, {best['setup']}, meets TTFT <= "
                       f"{ttft_slo_s:g} s and TPOT <= {tpot_slo_s:g} s for only {100 * best['slo_attainment_tok']:.1f}% "
                       f"of tokens (a setup keeps up at {100 * keeps_up_tok:.0f}%); ranked by that share, then "
