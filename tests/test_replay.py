@@ -251,6 +251,17 @@ def test_study_no_keeps_up_reason_when_the_best_met_nothing(monkeypatch):
     assert TWO.label in d["reasons"][0]
 
 
+def test_study_names_the_setup_that_wins_the_buckets():
+    """The reason 'wins buckets holding N% of the trace's tokens' names its setup: under a 'No setup
+    keeps up' headline, after a list of every setup, a bare 'wins buckets holding 100% ...' bullet
+    said nothing of whose win it was."""
+    reqs = [(i * 2.0, p, 64) for i, p in enumerate([1000, 3000, 6000, 12000, 24000, 48000, 100000] * 3)]
+    res = rp.study(traces.from_requests(reqs, name="ladder"), [SETUP, TWO])
+    d = res["decision"]
+    won = [r for r in d["reasons"] if "wins buckets holding" in r]
+    assert len(won) == 1 and won[0].startswith(f"{d['best']} wins buckets holding"), won
+
+
 def test_batched_point_runs_the_streams_together():
     b = rp.batched_throughput(TWO, 8, prompt=4096, output=64)
     assert b["max_running"] == 8 and b["rejected"] == 0

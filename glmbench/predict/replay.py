@@ -1038,7 +1038,7 @@ def study(trace, setups: Sequence[cm.Setup], config: ServerConfig | None = None,
                       + (f" ({r['rejected_why']}, ...)" if r["rejected"] else ""))
     cr = cross[str(main)]
     if not none_served:
-        reason.append(f"wins buckets holding {100 * won_tok / tot_tok:.0f}% of the trace's tokens")
+        reason.append(f"{best['setup']} wins buckets holding {100 * won_tok / tot_tok:.0f}% of the trace's tokens")
         reason.append("the per-bucket winner never changes on this trace" if not cr else
                       "; ".join(f"from {c['bucket']} ({c['at_tokens']} tokens) {c['to']} wins over {c['from']}" for c in cr))
     synthetic = [_pair_verdict(c, bucket_rows, main and tr.has_prefixes) for c in synthetic_crossovers(setups)]
