@@ -72,6 +72,31 @@ def test_trace_outputs_say_evidence_hardware_formats_and_runtime(capsys, tmp_pat
     assert rc == 0 and res["evidence"] == "calibrated" and {r["evidence"] for r in res["runs"]} == {"calibrated"}
 
 
+def test_trace_answers_the_crossover_question_plainly(capsys, ladder):
+    """The trace section says, for the two models on each rig, whether the cost model puts a generation
+    crossover between them (at which depth, or none and over which depths), whether the trace's
+    per-bucket winners follow it, and on what: the card and count, the weight and KV formats, the
+    runtime and the kind of number. Before, only per-setup-label verdicts were listed, none of them
+    saying what the study's ~64K crossover came to on the trace."""
+    rc, text, err = run(capsys, "trace", ladder, "--model", "glm-4.7-flash", "--model", "qwen3-32b", "--cards", "1,2",
+                        "--link", "1.4", "--runtime", "llama.cpp", "-q")
+    assert rc == 0, err
+    head = "**Does the study's ~64K generation crossover hold on this trace?**"
+    assert text.count(head) == 1
+    answer = text.split(head)[1].split("\n\n")[1].splitlines()
+    assert len(answer) == 2, answer                     # one line per rig: the model pair on 1 card, on 2
+    assert answer[0].startswith("- On 1× RTX 3090, q4_K weights, f16 KV cache, runtime llama.cpp (calibrated numbers), "
+                                "glm-4.7-flash vs qwen3-32b: the cost model puts ")
+    assert answer[1].startswith("- On 2× RTX 3090, layer split over 1.4 GB/s, q4_K weights, f16 KV cache, runtime "
+                                "llama.cpp (calibrated numbers), glm-4.7-flash vs qwen3-32b: ")
+    for line in answer:
+        assert ("no crossover from 1,024 to" in line or "the crossover at ~" in line) and "on this trace" in line
+    # one model: no pair of models to answer it for
+    rc, text, err = run(capsys, "trace", ladder, "--model", "glm-4.7-flash", "--cards", "1,2", "-q")
+    assert rc == 0, err
+    assert head not in text
+
+
 def test_trace_json_csv_and_options(capsys, tmp_path):
     p = tmp_path / "m.jsonl"
     p.write_text("".join(f'{{"timestamp": {1000 * i}, "input_length": 1024, "output_length": 8, "hash_ids": [0, {i + 1}]}}\n'

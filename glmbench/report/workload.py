@@ -181,6 +181,54 @@ def _best_share(res: dict) -> float:
     return rows[0]["slo_attainment_tok"] if rows else math.nan
 
 
+def _crossover_answer(res: dict) -> list[str]:
+    """The study's question put plainly: for each pair of models on one rig, whether the cost model
+    puts a generation crossover between them (where, and what kind of number) and whether the
+    trace's per-bucket winners follow it. [] when the setups hold no such pair."""
+    runs = {r["setup"]: r for r in res["runs"]}
+    out = []
+    for v in res.get("synthetic_crossovers") or ():
+        ra, rb = runs.get(v["a"]), runs.get(v["b"])
+        if not ra or not rb or ra.get("model") == rb.get("model"):
+            continue
+        name = {v["a"]: ra.get("model"), v["b"]: rb.get("model")}
+        n = ra.get("n_cards") or 1
+        rig = f"{n}× {ra.get('device') or ra.get('hardware')}"
+        if n > 1:
+            link = ra.get("link_gbps")
+            rig += f", {ra.get('split')} split" + (f" over {link:g} GB/s" if isinstance(link, (int, float)) else "")
+        head = (f"On {rig}, {ra.get('weights')} weights, {ra.get('type_k')} KV cache, runtime {ra.get('runtime')} "
+                f"({ra.get('evidence') or 'predicted'} numbers), {name[v['a']]} vs {name[v['b']]}: ")
+        ties = (f"; a tie in {', '.join(v['trace_ties'])}" if v.get("trace_ties") else "")
+        if v["crossovers"]:
+            x = ", ".join(f"~{c:,.0f}" for c in v["crossovers"])
+            won = {}
+            for w in v["trace_winners"]:
+                won.setdefault(name.get(w["winner"], w["winner"]), []).append(w["bucket"])
+            seen = "; ".join(f"{m} wins {', '.join(b)}" for m, b in won.items()) or "no bucket to judge"
+            out.append(head + f"the cost model puts the crossover at {x} tokens ({name[v['faster_after']]} decodes "
+                       f"one stream faster beyond); on this trace it {'holds' if v['holds'] else 'does not hold'} "
+                       f"({seen}{ties}).")
+        else:
+            fast = name[v["faster_before"]]
+            lost = [w["bucket"] for w in v["trace_winners"] if w["winner"] != v["faster_before"]]
+            lo, hi = v["depths"]
+            if not v["trace_winners"]:
+                trace = "the trace has no bucket to judge it by" + ties
+            elif not lost:
+                trace = f"on this trace {fast} wins every length bucket{ties}"
+            else:
+                trace = f"on this trace {fast} loses {', '.join(lost)}{ties}"
+            out.append(head + f"the cost model puts no crossover from {lo:,} to {hi:,} tokens, where both fit "
+                       f"({fast} decodes one stream faster throughout), so there is none for the trace to confirm; "
+                       + trace + ".")
+    if not out:
+        return []
+    return (["**Does the study's ~64K generation crossover hold on this trace?** (one stream's decode speed vs "
+             "context from the cost model, against the trace's per-length-bucket winner between the same two "
+             "setups, judged at this rate as above; not measured)", ""] + [f"- {t}" for t in out] + [""])
+
+
 def render(res: dict, charts: Sequence[str] = ()) -> str:
     """A markdown section: the trace, the per-bucket winners, the crossover, the decision, the
     study's batched point."""
@@ -211,6 +259,7 @@ def render(res: dict, charts: Sequence[str] = ()) -> str:
     else:
         L.append("**Decision: none of these setups can serve this trace.**")
     L.append("")
+    L += _crossover_answer(res)
     for r in dec["reasons"]:
         L.append(f"- {r}")
     L.append("")
