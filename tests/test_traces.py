@@ -154,6 +154,19 @@ def test_malformed_jsonl_names_file_and_line(tmp_path, text, line, what):
         traces.read(p)
 
 
+def test_a_cut_jsonl_line_says_where_in_the_line(tmp_path):
+    """A line cut inside a string said 'not valid JSON (Invalid control character at)': Python's message
+    without its position. Now the column is given, and the message reads whole."""
+    p = tmp_path / "cut.jsonl"
+    p.write_text('{"timestamp": 0, "input_length": 6, "output_length": 5, "hash_ids": [0]}\n'
+                 '{"timestamp": 5, "input_length": 10, "output_le\n')
+    with pytest.raises(ValueError) as e:
+        traces.read(p)
+    msg = str(e.value)
+    assert msg.startswith(f"{p}:2: not valid JSON") and "column 48" in msg, msg   # the newline that cut the key
+    assert not msg.rstrip(")").endswith(" at"), msg
+
+
 @pytest.mark.parametrize("text, line, what", [
     ("TIMESTAMP,ContextTokens,GeneratedTokens\n2023-11-16 18:17:03.97,10,2\n2023-11-16,10,2\n", 3, "TIMESTAMP"),
     ("TIMESTAMP,ContextTokens,GeneratedTokens\n2023-11-16 18:17:03.97,ten,2\n", 2, "prompt tokens"),

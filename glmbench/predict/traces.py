@@ -317,7 +317,9 @@ def _read_jsonl(path, f, name):
         try:
             d = json.loads(line)
         except json.JSONDecodeError as e:
-            raise ValueError(f"{where}: not valid JSON ({e.msg}){array}") from None
+            # Python's message ends 'at' where it gives the position apart ('Invalid control character at')
+            what = e.msg[:-3] if e.msg.endswith(" at") else e.msg
+            raise ValueError(f"{where}: not valid JSON ({what} at column {e.colno}){array}") from None
         if not isinstance(d, dict):
             raise ValueError(f"{where}: expected a JSON object, got {type(d).__name__}{array}")
         k = "mooncake" if "timestamp" in d else "plain" if "arrival_s" in d else None
