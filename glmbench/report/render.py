@@ -263,14 +263,17 @@ def _one_vs_two(pred, study: Study) -> list:
                 sv = [r for r in serve if r["model"] == name and r["n_cards"] == n and r.get("fits") is not False]
                 best = max(sv, key=lambda r: r["aggregate_tok_s"]) if sv else None
                 f_hi = fits.get((t[hi]["setup"], hi)) if hi in t else None
-                rows.append([name, n, _num(t[lo]["avg_ts"]) if lo in t else "–",
-                             (_num(t[hi]["avg_ts"]) + (" (spills)" if f_hi is False else "")) if hi in t else "–",
-                             f"{_num(best['aggregate_tok_s'], 0)} at {best['concurrency']} streams" if best else "–"]
+                cell_hi = (_num(t[hi]["avg_ts"]) + (" (spills)" if f_hi is False else "")) if hi in t else "–"
+                # one depth (--depths 4K): one single-stream column, not the same column twice
+                rows.append([name, n] + ([_num(t[lo]["avg_ts"]) if lo in t else "–"] if lo != hi else [])
+                            + [cell_hi,
+                               f"{_num(best['aggregate_tok_s'], 0)} at {best['concurrency']} streams" if best else "–"]
                             + _band_cells(tg + serve, list(t.values()) + sv))
-        L += [f"Decode tokens/s for one stream at {_tok(lo)} and {_tok(hi)}, and the best batched throughput "
+        at = f"{_tok(lo)} and {_tok(hi)}" if lo != hi else f"{_tok(hi)} (the only depth)"
+        L += [f"Decode tokens/s for one stream at {at}, and the best batched throughput "
               f"at {_tok(study.serve_context)} context per stream:", "",
-              _md_table(rows, ["model", "cards", f"single stream @{_tok(lo)}", f"single stream @{_tok(hi)}",
-                               "batched (all streams)"] + _band_head(tg + serve)), ""]
+              _md_table(rows, ["model", "cards"] + ([f"single stream @{_tok(lo)}"] if lo != hi else [])
+                        + [f"single stream @{_tok(hi)}", "batched (all streams)"] + _band_head(tg + serve)), ""]
     return L
 
 
