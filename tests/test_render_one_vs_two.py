@@ -8,8 +8,8 @@ render = importlib.import_module("glmbench.report.render")   # (the package's `r
 
 def _recs(depths):
     out = []
-    for model in ("glm-4.7-flash", "qwen3-32b"):
-        for n, speed in ((1, 100.0), (2, 90.0)):
+    for model, k in (("glm-4.7-flash", 1.0), ("qwen3-32b", 0.25)):
+        for n, speed in ((1, 100.0 * k), (2, 90.0 * k)):
             setup = f"{model}, {n}x RTX 3090"
             base = dict(evidence="predicted", model=model, device="RTX 3090", n_cards=n, split="layer", setup=setup)
             for d in depths:
@@ -41,3 +41,24 @@ def test_two_depths_table_keeps_its_short_and_long_columns():
     head, rows = _table(render._one_vs_two(_recs(st.depths), st))
     assert head == "| model | cards | single stream @4K | single stream @64K | batched (all streams) |"
     assert rows[1] == "| glm-4.7-flash | 2 | 90.0 | 5.6 | 360 at 4 streams |"
+
+
+def test_one_depth_report_says_one_depth_not_a_range_and_no_crossover_between_it_and_itself():
+    # report --depths 4K: 'depths 4K to 4K' and 'No crossover between 4K and 4K: ... faster at every depth'
+    st = Study(depths=(4096,))
+    recs = _recs(st.depths)
+    setup = [x for x in render._header(recs, st, []) if x.startswith("**Setup:**")][0]
+    assert setup.endswith("; one depth, 4K.") and "4K to 4K" not in setup
+    gen = "\n".join(render._generation(recs, st))
+    assert "between 4K and 4K" not in gen and "every depth" not in gen
+    assert "**No crossover to find** at one depth (4K; a crossover needs two or more): " \
+           "glm-4.7-flash is faster at 4K on 1× RTX 3090" in gen
+
+
+def test_two_depths_report_keeps_its_range_and_no_crossover_sentence():
+    st = Study(depths=(4096, 65536))
+    recs = _recs(st.depths)
+    setup = [x for x in render._header(recs, st, []) if x.startswith("**Setup:**")][0]
+    assert setup.endswith("; depths 4K to 64K.")
+    assert "**No crossover** between 4K and 64K: glm-4.7-flash is faster at every depth on 1× RTX 3090" \
+        in "\n".join(render._generation(recs, st))
