@@ -28,7 +28,7 @@ from typing import Iterable, Sequence
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.transforms import offset_copy
-from matplotlib.ticker import FixedLocator, FuncFormatter, NullLocator
+from matplotlib.ticker import AutoLocator, FixedLocator, FuncFormatter, Locator, LogLocator, NullFormatter, NullLocator
 
 from glmbench.predict.costmodel import crossover  # the cost model owns the interpolation rule
 from glmbench.predict.replay import evidence_text  # a trace study's evidence line, as its section says it
@@ -100,6 +100,50 @@ def _log2_token_axis(ax, values: Iterable[float], label: str) -> None:
             lab.set_rotation(45)
     ax.set_xlim(min(vals) / 1.15, max(vals) * 1.15)
     ax.set_xlabel(label)
+
+
+def plain_number(v: float, unit: str = "") -> str:
+    """A tick value as a reader writes it: 0.05, 0.5, 2, 10, 1,000, 20,000 (never 2x10^0 or 5e-02),
+    with `unit` after it ('0.5 s')."""
+    v = float(v)
+    if v >= 1000:
+        s = f"{v:,.0f}"
+    else:
+        s = f"{v:.3g}"
+        if "e" in s:
+            s = f"{float(s):.12f}".rstrip("0").rstrip(".")
+    return s + unit
+
+
+class _PlainLogLocator(Locator):
+    """Major ticks of a base-10 log axis at the coarsest of every decade, 1-3, 1-2-5 or every
+    whole step that puts enough ticks in view (decided when drawn, on the final limits): a log axis over
+    less than a decade had one labelled tick or none, matplotlib then labelling its minor ticks."""
+
+    _STEPS = (((1.0,), 4), ((1.0, 3.0), 4), ((1.0, 2.0, 5.0), 3), (tuple(float(k) for k in range(1, 10)), 2))
+
+    def __call__(self):
+        vmin, vmax = self.axis.get_view_interval()
+        return self.tick_values(vmin, vmax)
+
+    def tick_values(self, vmin, vmax):
+        vmin, vmax = sorted((float(vmin), float(vmax)))
+        if not (vmin > 0 and math.isfinite(vmax)):
+            return LogLocator(base=10).tick_values(vmin, vmax)
+        for subs, need in self._STEPS:
+            ticks = LogLocator(base=10, subs=subs, numticks=12).tick_values(vmin, vmax)
+            if sum(1 for t in ticks if vmin <= t <= vmax) >= need:
+                return ticks
+        return [t for t in AutoLocator().tick_values(vmin, vmax) if t > 0]
+
+
+def plain_log_axis(axis, unit: str = "") -> None:
+    """Label a log axis (`ax.xaxis` / `ax.yaxis`, its scale already log) with plain numbers at readable
+    steps (plain_number, _PlainLogLocator), its minor ticks unlabelled: matplotlib's own labels read
+    '10^-1', '2x10^0', '6x10^-1'."""
+    axis.set_major_locator(_PlainLogLocator())
+    axis.set_major_formatter(FuncFormatter(lambda v, _pos: plain_number(v, unit)))
+    axis.set_minor_formatter(NullFormatter())
 
 
 def _as_records(records: Sequence[dict]) -> list[dict]:
@@ -350,6 +394,7 @@ def _y_axis(ax, values, label: str) -> bool:
     vals = [float(v) for v in values if v is not None and math.isfinite(float(v)) and float(v) > 0]
     if vals and max(vals) / min(vals) > LOG_Y_RATIO:
         ax.set_yscale("log")
+        plain_log_axis(ax.yaxis)
         ax.set_ylabel(label[:-1] + ", log scale)" if label.endswith(")") else label + " (log scale)")
         return True
     ax.set_ylabel(label)
@@ -576,6 +621,7 @@ def prefill_vs_prompt(records: Sequence[dict], *, title: str | None = None) -> F
     _y_axis(ax1, [r["avg_ts"] for r in recs], "prefill speed (tokens/s)")
     ax1.set_title("Prefill speed vs prompt length")
     ax2.set_yscale("log")
+    plain_log_axis(ax2.yaxis, " s")
     ax2.set_ylabel("time to first token (s, log scale)")
     ax2.set_title("Time to first token vs prompt length")
     _finish_legend(ax1, loc="best")
@@ -663,6 +709,7 @@ def memory_vs_context(records: Sequence[dict], *, title: str | None = None) -> F
     values = [r["mem_gib"] for r in gib] + list(caps)
     if max(values) / max(min(v for v in values if v > 0), 1e-9) > LOG_Y_RATIO:
         ax.set_yscale("log")
+        plain_log_axis(ax.yaxis)
         ax.set_ylabel("memory on the fullest card (GiB, log scale)")
         ax.set_ylim(min(v for v in values if v > 0) / 1.5, top * 1.5)
     else:
@@ -1016,6 +1063,7 @@ def mla_crossover(rows: Sequence[dict], *, title: str | None = None) -> Figure:
             ax.text(0.012, 0.02, "crossover from the start: the dense model as fast at the first depth",
                     fontsize=7, color="0.3", va="bottom", transform=ax.get_xaxis_transform())
             ax.set_xscale("log")
+            plain_log_axis(ax.xaxis)
             ax.set_yscale("log", base=2)
             ax.yaxis.set_major_locator(FixedLocator(ticks))
             ax.yaxis.set_minor_locator(NullLocator())
@@ -1179,6 +1227,7 @@ def trace_latency(res: dict, *, prefix_cache: bool | None = None, title: str | N
                 if xs:
                     ax.plot(xs, ys, ls, color=_COLOURS[k % len(_COLOURS)], marker="o", ms=3, lw=1.6)
         ax.set_yscale("log")
+        plain_log_axis(ax.yaxis, " s")
         ax.set_xticks(range(len(names)), names)
         ax.set_xlabel("prompt length bucket (tokens)")
         ax.set_ylabel(label)
