@@ -751,3 +751,42 @@ def test_plain_number():
     assert [plots.plain_number(v) for v in (0.001, 0.05, 0.5, 2, 10, 300, 1000, 20000)] == \
            ["0.001", "0.05", "0.5", "2", "10", "300", "1,000", "20,000"]
     assert plots.plain_number(0.5, " s") == "0.5 s"
+
+
+def _line(ax, start):
+    return [ln for ln in ax.lines if str(ln.get_label()).startswith(start)]
+
+
+def test_a_line_on_another_gets_marks_and_says_whose_line_it_lies_on():
+    # the default report: one card's and two cards' decode (138.0 and 137.4 tok/s ...) drew one line, the dashed
+    # one hidden on the solid one, the legend naming two
+    two = dict(n_cards=2, split="layer", link_gbps=1.4)
+    recs = []
+    for m, top in (("a", 138.0), ("b", 35.0)):
+        for d in DEPTHS:
+            y = top / (1 + d / 65536)
+            recs.append(dict(BASE, test="tg", model=m, n_depth=d, avg_ts=y))
+            # b's two cards 10% faster: apart, drawn as they are
+            recs.append(dict(BASE, test="tg", model=m, n_depth=d, avg_ts=y * (0.996 if m == "a" else 1.1), **two))
+    ax = plots.generation_vs_context(recs).axes[0]
+    (one,), (on,) = _line(ax, "a · 1× RTX 3090"), _line(ax, "a · 2× RTX 3090")
+    assert one.get_marker() in (None, "None", "")
+    assert on.get_marker() == "o" and on.get_markerfacecolor() == "none" and len(on.get_xdata()) == len(DEPTHS)
+    assert on.get_label() == "a · 2× RTX 3090 (layer split, 1.4 GB/s)\n    (marks: on the 1× RTX 3090 line, within 1%)"
+    assert on.get_label() in ax.get_legend_handles_labels()[1]
+    (apart,) = _line(ax, "b · 2× RTX 3090")
+    assert apart.get_marker() in (None, "None", "") and apart.get_label() == "b · 2× RTX 3090 (layer split, 1.4 GB/s)"
+    # three rigs on one line (1, 2 and 4 cards): two kinds of marks; a line that runs on another over part of its
+    # range (more streams fit on two cards) says over which
+    serve = []
+    for n, last, k in ((1, 4, 1.0), (2, 16, 1.004), (4, 64, 0.998)):
+        for c in (1, 2, 4, 8, 16, 32, 64):
+            if c <= last:
+                serve.append(dict(BASE, test="serve", model="a", n_depth=4096, concurrency=c, n_cards=n,
+                                  split="layer" if n > 1 else "none", aggregate_tok_s=30.0 * c ** 0.7 * k,
+                                  per_stream_tok_s=30.0 * c ** -0.3 * k, fits=True))
+    ax = plots.throughput_vs_concurrency(serve).axes[0]
+    (two_l,), (four_l,) = _line(ax, "a · 2× RTX 3090"), _line(ax, "a · 4× RTX 3090")
+    assert two_l.get_marker() == "o" and four_l.get_marker() == "^"
+    assert two_l.get_label().endswith("(marks: on the 1× RTX 3090 line from 1 to 4, within 1%)")
+    assert four_l.get_label().endswith("(marks: on the 2× RTX 3090 (layer split) line from 1 to 16, within 1%)")

@@ -372,6 +372,54 @@ def _plot_series(ax, styler, recs, xf, yf, *, label, mark=None, dx=0.0):
                             color=c, alpha=0.15, lw=0)
 
 
+# two lines closer than this (a share of the axes' height) at every x they share look like one line
+_COINCIDE = 0.012
+# the marks of a line drawn on another (hollow, so that two on one point both show)
+_ON_MARKS = ("o", "^", "s", "D")
+
+
+def _reveal_coinciding(ax, xfmt=tokens_label) -> None:
+    """A prediction line that lies on an earlier one (within _COINCIDE of the axes' height at every x they share:
+    one card's and two cards' decode, 138 and 137 tok/s) hid it: the pair read as one line, the legend naming two.
+    Such a line gets hollow marks at its points and a legend line saying whose line it lies on and how close.
+    Call once the axes' limits are final (what 'close' means is on the drawn scale)."""
+    import numpy as np
+    ax.get_xlim(), ax.get_ylim()   # the limits autoscaled now
+    to_frac = ax.transScale + ax.transLimits
+    cand = [ln for ln in ax.lines if not str(ln.get_label()).startswith("_") and ln.get_transform() == ax.transData
+            and ln.get_linestyle() not in ("None", "", " ") and ln.get_marker() in (None, "None", "", " ")
+            and len(ln.get_xdata()) >= 2]
+    pts, labels = [], [str(ln.get_label()) for ln in cand]
+    for ln in cand:
+        xy = np.column_stack([np.asarray(ln.get_xdata(), float), np.asarray(ln.get_ydata(), float)])
+        xy = xy[np.isfinite(xy).all(axis=1) & (xy[:, 0] > 0 if ax.get_xscale() == "log" else True)
+                & (xy[:, 1] > 0 if ax.get_yscale() == "log" else True)]
+        pts.append({float(x): (float(y), float(f)) for (x, y), f in zip(xy, to_frac.transform(xy)[:, 1])})
+    marked: list[int] = []
+    for j in range(len(cand)):
+        on = []
+        for i in range(j):
+            shared = sorted(set(pts[i]) & set(pts[j]))
+            if len(shared) >= 2 and max(abs(pts[j][x][1] - pts[i][x][1]) for x in shared) < _COINCIDE:
+                on.append((i, shared))
+        if not on:
+            continue
+        i, shared = max(on, key=lambda t: (len(t[1]), -t[0]))
+        k = sum(1 for m in marked if any(m == i2 for i2, _ in on))
+        marked.append(j)
+        rel = max(abs(pts[j][x][0] - pts[i][x][0]) / max(abs(pts[i][x][0]), 1e-300) for x in shared)
+        pct = max(1, math.ceil(100 * rel - 1e-9))
+        a, b = labels[i].split(" · ", 1), labels[j].split(" · ", 1)
+        other = a[1] if len(a) == 2 and len(b) == 2 and a[0] == b[0] else labels[i]
+        span = "" if len(shared) == len(pts[j]) else f" from {xfmt(shared[0])} to {xfmt(shared[-1])}"
+        ln = cand[j]
+        ln.set_marker(_ON_MARKS[k % len(_ON_MARKS)])
+        ln.set_markersize(7)
+        ln.set_markerfacecolor("none")
+        ln.set_markeredgewidth(1.5)
+        ln.set_label(f"{labels[j]}\n    (marks: on the {other} line{span}, within {pct}%)")
+
+
 def _from_zero(ax) -> None:
     """A y axis from 0 with room above the highest point: autoscaling pads the data's own range,
     so the top of nearly flat points (a measured series at one speed) sat on the frame, its
@@ -552,6 +600,7 @@ def generation_vs_context(records: Sequence[dict], *, title: str | None = None) 
                     bbox=dict(boxstyle="round,pad=0.25", fc="white", ec="0.6", alpha=0.9))
     _log2_token_axis(ax, [r["n_depth"] for r in recs], "context already in the cache (tokens, log scale)")
     _y_axis(ax, [r["avg_ts"] for r in drawn], "generation speed (tokens/s, one stream)")
+    _reveal_coinciding(ax)
     ax.set_title((title or "Generation speed vs context") + ("" if cxs else _no_crossover_note(drawn)))
     if cxs:
         _finish_legend(ax, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0)
@@ -624,6 +673,8 @@ def prefill_vs_prompt(records: Sequence[dict], *, title: str | None = None) -> F
     plain_log_axis(ax2.yaxis, " s")
     ax2.set_ylabel("time to first token (s, log scale)")
     ax2.set_title("Time to first token vs prompt length")
+    _reveal_coinciding(ax1)
+    _reveal_coinciding(ax2)
     _finish_legend(ax1, loc="best")
     _finish_legend(ax2, loc="upper left")
     if title:
@@ -661,6 +712,7 @@ def prefill_vs_context(records: Sequence[dict], *, title: str | None = None) -> 
     _mark_spill(ax, drawn, "n_depth", "avg_ts")
     _log2_token_axis(ax, [r["n_depth"] for r in drawn], "context already in the cache (tokens, log scale)")
     _y_axis(ax, [r["avg_ts"] for r in drawn], "prefill speed (tokens/s)")
+    _reveal_coinciding(ax)
     ax.set_title(title or "Prefill speed vs context")
     _finish_legend(ax, loc="best")
     zero = sum(1 for r in recs if not r["n_depth"])
@@ -715,6 +767,7 @@ def memory_vs_context(records: Sequence[dict], *, title: str | None = None) -> F
     else:
         ax.set_ylabel("memory on the fullest card (GiB)")
         ax.set_ylim(0, top * 1.1)
+    _reveal_coinciding(ax)
     ax.set_title(title or "Memory vs context")
     # where the curves leave room (the ceiling's label, at the left, is no curve: a legend in the upper
     # left covered it when the curves stay just under the ceiling)
@@ -856,6 +909,7 @@ def throughput_vs_concurrency(records: Sequence[dict], *, title: str | None = No
         ax.text(0.5, 0.55, "no setup fits its streams in memory at any concurrency drawn\n(the crosses: "
                 "where each model was priced)", transform=ax.transAxes, ha="center", va="center", fontsize=9,
                 color="0.3")
+    _reveal_coinciding(ax, lambda v: f"{v:g}")
     ctx = f" at {tokens_label(depths[0])} context per stream" if len(depths) == 1 and depths[0] else ""
     ax.set_title(title or f"Throughput vs concurrency{ctx}")
     _finish_legend(ax, loc="upper left")
