@@ -771,7 +771,7 @@ def test_a_line_on_another_gets_marks_and_says_whose_line_it_lies_on():
     ax = plots.generation_vs_context(recs).axes[0]
     (one,), (on,) = _line(ax, "a · 1× RTX 3090"), _line(ax, "a · 2× RTX 3090")
     assert one.get_marker() in (None, "None", "")
-    assert on.get_marker() == "o" and on.get_markerfacecolor() == "none" and len(on.get_xdata()) == len(DEPTHS)
+    assert on.get_marker() == "D" and on.get_markerfacecolor() == "none" and len(on.get_xdata()) == len(DEPTHS)
     assert on.get_label() == "a · 2× RTX 3090 (layer split, 1.4 GB/s)\n    (marks: on the 1× RTX 3090 line, within 1%)"
     assert on.get_label() in ax.get_legend_handles_labels()[1]
     (apart,) = _line(ax, "b · 2× RTX 3090")
@@ -787,6 +787,12 @@ def test_a_line_on_another_gets_marks_and_says_whose_line_it_lies_on():
                                   per_stream_tok_s=30.0 * c ** -0.3 * k, fits=True))
     ax = plots.throughput_vs_concurrency(serve).axes[0]
     (two_l,), (four_l,) = _line(ax, "a · 2× RTX 3090"), _line(ax, "a · 4× RTX 3090")
-    assert two_l.get_marker() == "o" and four_l.get_marker() == "^"
+    assert two_l.get_marker() == "D" and four_l.get_marker() == "v"
     assert two_l.get_label().endswith("(marks: on the 1× RTX 3090 line from 1 to 4, within 1%)")
     assert four_l.get_label().endswith("(marks: on the 2× RTX 3090 (layer split) line from 1 to 16, within 1%)")
+    # calibrated lines both carry squares: the one on the other gets marks of another shape
+    cal = [dict(r, evidence="calibrated") for r in recs if r["model"] == "a"]
+    ax = plots.generation_vs_context(cal).axes[0]
+    (one,), (on,) = _line(ax, "a · 1× RTX 3090"), _line(ax, "a · 2× RTX 3090")
+    assert one.get_marker() == "s" and on.get_marker() == "D"
+    assert on.get_label().endswith("(marks: on the 1× RTX 3090 (calibrated) line, within 1%)")

@@ -374,47 +374,49 @@ def _plot_series(ax, styler, recs, xf, yf, *, label, mark=None, dx=0.0):
 
 # two lines closer than this (a share of the axes' height) at every x they share look like one line
 _COINCIDE = 0.012
-# the marks of a line drawn on another (hollow, so that two on one point both show)
-_ON_MARKS = ("o", "^", "s", "D")
+# the marks of a line drawn on another (hollow, so that two on one point both show; no circle, a measured point's)
+_ON_MARKS = ("D", "v", "^", "p")
 
 
 def _reveal_coinciding(ax, xfmt=tokens_label) -> None:
     """A prediction line that lies on an earlier one (within _COINCIDE of the axes' height at every x they share:
     one card's and two cards' decode, 138 and 137 tok/s) hid it: the pair read as one line, the legend naming two.
-    Such a line gets hollow marks at its points and a legend line saying whose line it lies on and how close.
-    Call once the axes' limits are final (what 'close' means is on the drawn scale)."""
+    Such a line gets hollow marks at its points (a shape none of the lines it lies on has: two calibrated lines
+    both carry squares) and a legend line saying whose line it lies on and how close. Call once the axes'
+    limits are final (what 'close' means is on the drawn scale)."""
     import numpy as np
     ax.get_xlim(), ax.get_ylim()   # the limits autoscaled now
     to_frac = ax.transScale + ax.transLimits
     cand = [ln for ln in ax.lines if not str(ln.get_label()).startswith("_") and ln.get_transform() == ax.transData
-            and ln.get_linestyle() not in ("None", "", " ") and ln.get_marker() in (None, "None", "", " ")
-            and len(ln.get_xdata()) >= 2]
+            and ln.get_linestyle() not in ("None", "", " ") and len(ln.get_xdata()) >= 2]
+    mark = [ln.get_marker() if ln.get_marker() not in (None, "None", "", " ") else None for ln in cand]
     pts, labels = [], [str(ln.get_label()) for ln in cand]
     for ln in cand:
         xy = np.column_stack([np.asarray(ln.get_xdata(), float), np.asarray(ln.get_ydata(), float)])
         xy = xy[np.isfinite(xy).all(axis=1) & (xy[:, 0] > 0 if ax.get_xscale() == "log" else True)
                 & (xy[:, 1] > 0 if ax.get_yscale() == "log" else True)]
         pts.append({float(x): (float(y), float(f)) for (x, y), f in zip(xy, to_frac.transform(xy)[:, 1])})
-    marked: list[int] = []
     for j in range(len(cand)):
         on = []
         for i in range(j):
             shared = sorted(set(pts[i]) & set(pts[j]))
             if len(shared) >= 2 and max(abs(pts[j][x][1] - pts[i][x][1]) for x in shared) < _COINCIDE:
                 on.append((i, shared))
-        if not on:
+        # a line with marks of its own, other than those of the lines it lies on, is told apart already (two
+        # calibrated lines both carry squares: not)
+        if not on or (mark[j] is not None and all(mark[i2] != mark[j] for i2, _ in on)):
             continue
         i, shared = max(on, key=lambda t: (len(t[1]), -t[0]))
-        k = sum(1 for m in marked if any(m == i2 for i2, _ in on))
-        marked.append(j)
+        taken = {mark[i2] for i2, _ in on}
+        mark[j] = [m for m in _ON_MARKS if m not in taken][0]
         rel = max(abs(pts[j][x][0] - pts[i][x][0]) / max(abs(pts[i][x][0]), 1e-300) for x in shared)
         pct = max(1, math.ceil(100 * rel - 1e-9))
         a, b = labels[i].split(" · ", 1), labels[j].split(" · ", 1)
         other = a[1] if len(a) == 2 and len(b) == 2 and a[0] == b[0] else labels[i]
         span = "" if len(shared) == len(pts[j]) else f" from {xfmt(shared[0])} to {xfmt(shared[-1])}"
         ln = cand[j]
-        ln.set_marker(_ON_MARKS[k % len(_ON_MARKS)])
-        ln.set_markersize(7)
+        ln.set_marker(mark[j])
+        ln.set_markersize(6 if mark[j] == "D" else 7)
         ln.set_markerfacecolor("none")
         ln.set_markeredgewidth(1.5)
         ln.set_label(f"{labels[j]}\n    (marks: on the {other} line{span}, within {pct}%)")
