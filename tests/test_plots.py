@@ -703,3 +703,96 @@ def test_series_that_differ_only_by_context_are_told_apart():
     ax = plots.prefill_vs_context(pp).axes[0]
     lines = [l for l in ax.lines if len(l.get_xdata()) == len(DEPTHS)]
     assert len(lines) == 2 and len({(l.get_marker(), l.get_linestyle()) for l in lines}) == 2
+
+
+def _tick_labels(axis):
+    """The labels of the major and the minor ticks a log axis shows (after a draw), each list in order."""
+    lo, hi = sorted(axis.get_view_interval())
+    out = []
+    for locs, fmt in ((axis.get_majorticklocs(), axis.get_major_formatter()),
+                      (axis.get_minorticklocs(), axis.get_minor_formatter())):
+        locs = [v for v in locs if lo <= v <= hi]
+        out.append([t for t in fmt.format_ticks(locs) if t])
+    return tuple(out)
+
+
+def test_log_axes_read_as_plain_numbers():
+    # `report --depths 4K`'s TTFT panel (0.36 to 2.1 s) read '4x10^-1', '6x10^-1', '10^0', '2x10^0'; every
+    # log axis read '10^-1', '10^2' (the crossover chart's efficiency '10^-2', '10^-1', '10^0')
+    import re
+    recs = [dict(BASE, test="pp", model=m, n_depth=0, n_prompt=4096, avg_ts=v, n_cards=n,
+                 split="layer" if n > 1 else "none") for m, n, v in
+            (("a", 1, 6823.0), ("a", 2, 11379.0), ("b", 1, 1911.0), ("b", 2, 3300.0))]
+    fig = plots.prefill_vs_prompt(recs)
+    _rend(fig)
+    major, minor = _tick_labels(fig.axes[1].yaxis)
+    assert major == ["0.5 s", "1 s", "2 s"] and minor == []
+    # over decades: every decade, plain
+    fig = plots.prefill_vs_prompt([dict(BASE, test="pp", model="a", n_depth=0, n_prompt=n, avg_ts=1000.0)
+                                   for n in DEPTHS])   # 1 s .. 131 s
+    _rend(fig)
+    assert _tick_labels(fig.axes[1].yaxis) == (["1 s", "3 s", "10 s", "30 s", "100 s"], [])
+    deep = [256 * 4 ** k for k in range(9)]  # 256 .. 16M: the speed and memory axes go log
+    recs = [dict(BASE, test="tg", model="a", n_depth=d, avg_ts=140.0 / (1 + d / 16384)) for d in deep]
+    recs += [dict(BASE, test="mem", model="a", n_depth=d, mem_bytes=9 * GIB + 256 * 1024 * d, capacity_bytes=24 * GIB,
+                  fits=9 * GIB + 256 * 1024 * d <= 24 * GIB) for d in deep]
+    for chart in (plots.generation_vs_context, plots.memory_vs_context):
+        fig = chart(recs)
+        _rend(fig)
+        major, minor = _tick_labels(fig.axes[0].yaxis)
+        assert len(major) >= 3 and minor == [], chart.__name__
+        assert all(re.fullmatch(r"\d{1,3}(,\d{3})*|0\.\d+", t) for t in major), (chart.__name__, major)
+    fig = plots.mla_crossover(_crossover_rows())
+    _rend(fig)
+    assert _tick_labels(fig.axes[-1].xaxis) == (["0.01", "0.03", "0.1", "0.3", "1"], [])
+
+
+def test_plain_number():
+    assert [plots.plain_number(v) for v in (0.001, 0.05, 0.5, 2, 10, 300, 1000, 20000)] == \
+           ["0.001", "0.05", "0.5", "2", "10", "300", "1,000", "20,000"]
+    assert plots.plain_number(0.5, " s") == "0.5 s"
+
+
+def _line(ax, start):
+    return [ln for ln in ax.lines if str(ln.get_label()).startswith(start)]
+
+
+def test_a_line_on_another_gets_marks_and_says_whose_line_it_lies_on():
+    # the default report: one card's and two cards' decode (138.0 and 137.4 tok/s ...) drew one line, the dashed
+    # one hidden on the solid one, the legend naming two
+    two = dict(n_cards=2, split="layer", link_gbps=1.4)
+    recs = []
+    for m, top in (("a", 138.0), ("b", 35.0)):
+        for d in DEPTHS:
+            y = top / (1 + d / 65536)
+            recs.append(dict(BASE, test="tg", model=m, n_depth=d, avg_ts=y))
+            # b's two cards 10% faster: apart, drawn as they are
+            recs.append(dict(BASE, test="tg", model=m, n_depth=d, avg_ts=y * (0.996 if m == "a" else 1.1), **two))
+    ax = plots.generation_vs_context(recs).axes[0]
+    (one,), (on,) = _line(ax, "a · 1× RTX 3090"), _line(ax, "a · 2× RTX 3090")
+    assert one.get_marker() in (None, "None", "")
+    assert on.get_marker() == "D" and on.get_markerfacecolor() == "none" and len(on.get_xdata()) == len(DEPTHS)
+    assert on.get_label() == "a · 2× RTX 3090 (layer split, 1.4 GB/s)\n    (marks: on the 1× RTX 3090 line, within 1%)"
+    assert on.get_label() in ax.get_legend_handles_labels()[1]
+    (apart,) = _line(ax, "b · 2× RTX 3090")
+    assert apart.get_marker() in (None, "None", "") and apart.get_label() == "b · 2× RTX 3090 (layer split, 1.4 GB/s)"
+    # three rigs on one line (1, 2 and 4 cards): two kinds of marks; a line that runs on another over part of its
+    # range (more streams fit on two cards) says over which
+    serve = []
+    for n, last, k in ((1, 4, 1.0), (2, 16, 1.004), (4, 64, 0.998)):
+        for c in (1, 2, 4, 8, 16, 32, 64):
+            if c <= last:
+                serve.append(dict(BASE, test="serve", model="a", n_depth=4096, concurrency=c, n_cards=n,
+                                  split="layer" if n > 1 else "none", aggregate_tok_s=30.0 * c ** 0.7 * k,
+                                  per_stream_tok_s=30.0 * c ** -0.3 * k, fits=True))
+    ax = plots.throughput_vs_concurrency(serve).axes[0]
+    (two_l,), (four_l,) = _line(ax, "a · 2× RTX 3090"), _line(ax, "a · 4× RTX 3090")
+    assert two_l.get_marker() == "D" and four_l.get_marker() == "v"
+    assert two_l.get_label().endswith("(marks: on the 1× RTX 3090 line from 1 to 4, within 1%)")
+    assert four_l.get_label().endswith("(marks: on the 2× RTX 3090 (layer split) line from 1 to 16, within 1%)")
+    # calibrated lines both carry squares: the one on the other gets marks of another shape
+    cal = [dict(r, evidence="calibrated") for r in recs if r["model"] == "a"]
+    ax = plots.generation_vs_context(cal).axes[0]
+    (one,), (on,) = _line(ax, "a · 1× RTX 3090"), _line(ax, "a · 2× RTX 3090")
+    assert one.get_marker() == "s" and on.get_marker() == "D"
+    assert on.get_label().endswith("(marks: on the 1× RTX 3090 (calibrated) line, within 1%)")

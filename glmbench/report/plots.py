@@ -28,7 +28,7 @@ from typing import Iterable, Sequence
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.transforms import offset_copy
-from matplotlib.ticker import FixedLocator, FuncFormatter, NullLocator
+from matplotlib.ticker import AutoLocator, FixedLocator, FuncFormatter, Locator, LogLocator, NullFormatter, NullLocator
 
 from glmbench.predict.costmodel import crossover  # the cost model owns the interpolation rule
 from glmbench.predict.replay import evidence_text  # a trace study's evidence line, as its section says it
@@ -100,6 +100,50 @@ def _log2_token_axis(ax, values: Iterable[float], label: str) -> None:
             lab.set_rotation(45)
     ax.set_xlim(min(vals) / 1.15, max(vals) * 1.15)
     ax.set_xlabel(label)
+
+
+def plain_number(v: float, unit: str = "") -> str:
+    """A tick value as a reader writes it: 0.05, 0.5, 2, 10, 1,000, 20,000 (never 2x10^0 or 5e-02),
+    with `unit` after it ('0.5 s')."""
+    v = float(v)
+    if v >= 1000:
+        s = f"{v:,.0f}"
+    else:
+        s = f"{v:.3g}"
+        if "e" in s:
+            s = f"{float(s):.12f}".rstrip("0").rstrip(".")
+    return s + unit
+
+
+class _PlainLogLocator(Locator):
+    """Major ticks of a base-10 log axis at the coarsest of every decade, 1-3, 1-2-5 or every
+    whole step that puts enough ticks in view (decided when drawn, on the final limits): a log axis over
+    less than a decade had one labelled tick or none, matplotlib then labelling its minor ticks."""
+
+    _STEPS = (((1.0,), 4), ((1.0, 3.0), 4), ((1.0, 2.0, 5.0), 3), (tuple(float(k) for k in range(1, 10)), 2))
+
+    def __call__(self):
+        vmin, vmax = self.axis.get_view_interval()
+        return self.tick_values(vmin, vmax)
+
+    def tick_values(self, vmin, vmax):
+        vmin, vmax = sorted((float(vmin), float(vmax)))
+        if not (vmin > 0 and math.isfinite(vmax)):
+            return LogLocator(base=10).tick_values(vmin, vmax)
+        for subs, need in self._STEPS:
+            ticks = LogLocator(base=10, subs=subs, numticks=12).tick_values(vmin, vmax)
+            if sum(1 for t in ticks if vmin <= t <= vmax) >= need:
+                return ticks
+        return [t for t in AutoLocator().tick_values(vmin, vmax) if t > 0]
+
+
+def plain_log_axis(axis, unit: str = "") -> None:
+    """Label a log axis (`ax.xaxis` / `ax.yaxis`, its scale already log) with plain numbers at readable
+    steps (plain_number, _PlainLogLocator), its minor ticks unlabelled: matplotlib's own labels read
+    '10^-1', '2x10^0', '6x10^-1'."""
+    axis.set_major_locator(_PlainLogLocator())
+    axis.set_major_formatter(FuncFormatter(lambda v, _pos: plain_number(v, unit)))
+    axis.set_minor_formatter(NullFormatter())
 
 
 def _as_records(records: Sequence[dict]) -> list[dict]:
@@ -328,6 +372,56 @@ def _plot_series(ax, styler, recs, xf, yf, *, label, mark=None, dx=0.0):
                             color=c, alpha=0.15, lw=0)
 
 
+# two lines closer than this (a share of the axes' height) at every x they share look like one line
+_COINCIDE = 0.012
+# the marks of a line drawn on another (hollow, so that two on one point both show; no circle, a measured point's)
+_ON_MARKS = ("D", "v", "^", "p")
+
+
+def _reveal_coinciding(ax, xfmt=tokens_label) -> None:
+    """A prediction line that lies on an earlier one (within _COINCIDE of the axes' height at every x they share:
+    one card's and two cards' decode, 138 and 137 tok/s) hid it: the pair read as one line, the legend naming two.
+    Such a line gets hollow marks at its points (a shape none of the lines it lies on has: two calibrated lines
+    both carry squares) and a legend line saying whose line it lies on and how close. Call once the axes'
+    limits are final (what 'close' means is on the drawn scale)."""
+    import numpy as np
+    ax.get_xlim(), ax.get_ylim()   # the limits autoscaled now
+    to_frac = ax.transScale + ax.transLimits
+    cand = [ln for ln in ax.lines if not str(ln.get_label()).startswith("_") and ln.get_transform() == ax.transData
+            and ln.get_linestyle() not in ("None", "", " ") and len(ln.get_xdata()) >= 2]
+    mark = [ln.get_marker() if ln.get_marker() not in (None, "None", "", " ") else None for ln in cand]
+    pts, labels = [], [str(ln.get_label()) for ln in cand]
+    for ln in cand:
+        xy = np.column_stack([np.asarray(ln.get_xdata(), float), np.asarray(ln.get_ydata(), float)])
+        xy = xy[np.isfinite(xy).all(axis=1) & (xy[:, 0] > 0 if ax.get_xscale() == "log" else True)
+                & (xy[:, 1] > 0 if ax.get_yscale() == "log" else True)]
+        pts.append({float(x): (float(y), float(f)) for (x, y), f in zip(xy, to_frac.transform(xy)[:, 1])})
+    for j in range(len(cand)):
+        on = []
+        for i in range(j):
+            shared = sorted(set(pts[i]) & set(pts[j]))
+            if len(shared) >= 2 and max(abs(pts[j][x][1] - pts[i][x][1]) for x in shared) < _COINCIDE:
+                on.append((i, shared))
+        # a line with marks of its own, other than those of the lines it lies on, is told apart already (two
+        # calibrated lines both carry squares: not)
+        if not on or (mark[j] is not None and all(mark[i2] != mark[j] for i2, _ in on)):
+            continue
+        i, shared = max(on, key=lambda t: (len(t[1]), -t[0]))
+        taken = {mark[i2] for i2, _ in on}
+        mark[j] = [m for m in _ON_MARKS if m not in taken][0]
+        rel = max(abs(pts[j][x][0] - pts[i][x][0]) / max(abs(pts[i][x][0]), 1e-300) for x in shared)
+        pct = max(1, math.ceil(100 * rel - 1e-9))
+        a, b = labels[i].split(" · ", 1), labels[j].split(" · ", 1)
+        other = a[1] if len(a) == 2 and len(b) == 2 and a[0] == b[0] else labels[i]
+        span = "" if len(shared) == len(pts[j]) else f" from {xfmt(shared[0])} to {xfmt(shared[-1])}"
+        ln = cand[j]
+        ln.set_marker(mark[j])
+        ln.set_markersize(6 if mark[j] == "D" else 7)
+        ln.set_markerfacecolor("none")
+        ln.set_markeredgewidth(1.5)
+        ln.set_label(f"{labels[j]}\n    (marks: on the {other} line{span}, within {pct}%)")
+
+
 def _from_zero(ax) -> None:
     """A y axis from 0 with room above the highest point: autoscaling pads the data's own range,
     so the top of nearly flat points (a measured series at one speed) sat on the frame, its
@@ -350,6 +444,7 @@ def _y_axis(ax, values, label: str) -> bool:
     vals = [float(v) for v in values if v is not None and math.isfinite(float(v)) and float(v) > 0]
     if vals and max(vals) / min(vals) > LOG_Y_RATIO:
         ax.set_yscale("log")
+        plain_log_axis(ax.yaxis)
         ax.set_ylabel(label[:-1] + ", log scale)" if label.endswith(")") else label + " (log scale)")
         return True
     ax.set_ylabel(label)
@@ -507,6 +602,7 @@ def generation_vs_context(records: Sequence[dict], *, title: str | None = None) 
                     bbox=dict(boxstyle="round,pad=0.25", fc="white", ec="0.6", alpha=0.9))
     _log2_token_axis(ax, [r["n_depth"] for r in recs], "context already in the cache (tokens, log scale)")
     _y_axis(ax, [r["avg_ts"] for r in drawn], "generation speed (tokens/s, one stream)")
+    _reveal_coinciding(ax)
     ax.set_title((title or "Generation speed vs context") + ("" if cxs else _no_crossover_note(drawn)))
     if cxs:
         _finish_legend(ax, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0)
@@ -576,8 +672,11 @@ def prefill_vs_prompt(records: Sequence[dict], *, title: str | None = None) -> F
     _y_axis(ax1, [r["avg_ts"] for r in recs], "prefill speed (tokens/s)")
     ax1.set_title("Prefill speed vs prompt length")
     ax2.set_yscale("log")
+    plain_log_axis(ax2.yaxis, " s")
     ax2.set_ylabel("time to first token (s, log scale)")
     ax2.set_title("Time to first token vs prompt length")
+    _reveal_coinciding(ax1)
+    _reveal_coinciding(ax2)
     _finish_legend(ax1, loc="best")
     _finish_legend(ax2, loc="upper left")
     if title:
@@ -615,6 +714,7 @@ def prefill_vs_context(records: Sequence[dict], *, title: str | None = None) -> 
     _mark_spill(ax, drawn, "n_depth", "avg_ts")
     _log2_token_axis(ax, [r["n_depth"] for r in drawn], "context already in the cache (tokens, log scale)")
     _y_axis(ax, [r["avg_ts"] for r in drawn], "prefill speed (tokens/s)")
+    _reveal_coinciding(ax)
     ax.set_title(title or "Prefill speed vs context")
     _finish_legend(ax, loc="best")
     zero = sum(1 for r in recs if not r["n_depth"])
@@ -663,11 +763,13 @@ def memory_vs_context(records: Sequence[dict], *, title: str | None = None) -> F
     values = [r["mem_gib"] for r in gib] + list(caps)
     if max(values) / max(min(v for v in values if v > 0), 1e-9) > LOG_Y_RATIO:
         ax.set_yscale("log")
+        plain_log_axis(ax.yaxis)
         ax.set_ylabel("memory on the fullest card (GiB, log scale)")
         ax.set_ylim(min(v for v in values if v > 0) / 1.5, top * 1.5)
     else:
         ax.set_ylabel("memory on the fullest card (GiB)")
         ax.set_ylim(0, top * 1.1)
+    _reveal_coinciding(ax)
     ax.set_title(title or "Memory vs context")
     # where the curves leave room (the ceiling's label, at the left, is no curve: a legend in the upper
     # left covered it when the curves stay just under the ceiling)
@@ -809,6 +911,7 @@ def throughput_vs_concurrency(records: Sequence[dict], *, title: str | None = No
         ax.text(0.5, 0.55, "no setup fits its streams in memory at any concurrency drawn\n(the crosses: "
                 "where each model was priced)", transform=ax.transAxes, ha="center", va="center", fontsize=9,
                 color="0.3")
+    _reveal_coinciding(ax, lambda v: f"{v:g}")
     ctx = f" at {tokens_label(depths[0])} context per stream" if len(depths) == 1 and depths[0] else ""
     ax.set_title(title or f"Throughput vs concurrency{ctx}")
     _finish_legend(ax, loc="upper left")
@@ -1016,6 +1119,7 @@ def mla_crossover(rows: Sequence[dict], *, title: str | None = None) -> Figure:
             ax.text(0.012, 0.02, "crossover from the start: the dense model as fast at the first depth",
                     fontsize=7, color="0.3", va="bottom", transform=ax.get_xaxis_transform())
             ax.set_xscale("log")
+            plain_log_axis(ax.xaxis)
             ax.set_yscale("log", base=2)
             ax.yaxis.set_major_locator(FixedLocator(ticks))
             ax.yaxis.set_minor_locator(NullLocator())
@@ -1179,6 +1283,7 @@ def trace_latency(res: dict, *, prefix_cache: bool | None = None, title: str | N
                 if xs:
                     ax.plot(xs, ys, ls, color=_COLOURS[k % len(_COLOURS)], marker="o", ms=3, lw=1.6)
         ax.set_yscale("log")
+        plain_log_axis(ax.yaxis, " s")
         ax.set_xticks(range(len(names)), names)
         ax.set_xlabel("prompt length bucket (tokens)")
         ax.set_ylabel(label)

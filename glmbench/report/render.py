@@ -72,7 +72,8 @@ def _header(records, study: Study, charts, ceils=None, finds=None, offload=None)
     L.append("")
     L.append(f"**Setup:** {', '.join(study.configs)}; {_weights_said(study)}, KV cache `{study.kv}`; "
              f"{', '.join(_rig_name(study, n) for n in study.cards)}; "
-             f"depths {_tok(study.depths[0])} to {_tok(study.depths[-1])}.")
+             + (f"depths {_tok(study.depths[0])} to {_tok(study.depths[-1])}." if len(study.depths) > 1
+                else f"one depth, {_tok(study.depths[0])}."))
     wf = vocab.weight_format(study.weights)
     if isinstance(wf, vocab.Mix) and not all(c.file_weights for c in study.configs.values()):
         L.append("")
@@ -109,8 +110,13 @@ def _generation(pred, study: Study, ceils=None) -> list:
                   _md_table(rows, ["rig", "models", "context", "faster before", "faster after"]), ""]
         else:
             if len({r["model"] for r in tg}) > 1:
-                L.append(f"**No crossover** between {_tok(study.depths[0])} and {_tok(study.depths[-1])}: "
-                         + _no_cross_sentence(tg))
+                if len(study.depths) > 1:
+                    L.append(f"**No crossover** between {_tok(study.depths[0])} and {_tok(study.depths[-1])}: "
+                             + _no_cross_sentence(tg))
+                else:
+                    # one depth ('between 4K and 4K ... faster at every depth'): a crossover needs two
+                    L.append(f"**No crossover to find** at one depth ({_tok(study.depths[0])}; a crossover needs "
+                             "two or more): " + _no_cross_sentence(tg, f"at {_tok(study.depths[0])}"))
                 L.append("")
         show = _pick_depths(study.depths)
         rows = []
@@ -263,14 +269,17 @@ def _one_vs_two(pred, study: Study) -> list:
                 sv = [r for r in serve if r["model"] == name and r["n_cards"] == n and r.get("fits") is not False]
                 best = max(sv, key=lambda r: r["aggregate_tok_s"]) if sv else None
                 f_hi = fits.get((t[hi]["setup"], hi)) if hi in t else None
-                rows.append([name, n, _num(t[lo]["avg_ts"]) if lo in t else "–",
-                             (_num(t[hi]["avg_ts"]) + (" (spills)" if f_hi is False else "")) if hi in t else "–",
-                             f"{_num(best['aggregate_tok_s'], 0)} at {best['concurrency']} streams" if best else "–"]
+                cell_hi = (_num(t[hi]["avg_ts"]) + (" (spills)" if f_hi is False else "")) if hi in t else "–"
+                # one depth (--depths 4K): one single-stream column, not the same column twice
+                rows.append([name, n] + ([_num(t[lo]["avg_ts"]) if lo in t else "–"] if lo != hi else [])
+                            + [cell_hi,
+                               f"{_num(best['aggregate_tok_s'], 0)} at {best['concurrency']} streams" if best else "–"]
                             + _band_cells(tg + serve, list(t.values()) + sv))
-        L += [f"Decode tokens/s for one stream at {_tok(lo)} and {_tok(hi)}, and the best batched throughput "
+        at = f"{_tok(lo)} and {_tok(hi)}" if lo != hi else f"{_tok(hi)} (the only depth)"
+        L += [f"Decode tokens/s for one stream at {at}, and the best batched throughput "
               f"at {_tok(study.serve_context)} context per stream:", "",
-              _md_table(rows, ["model", "cards", f"single stream @{_tok(lo)}", f"single stream @{_tok(hi)}",
-                               "batched (all streams)"] + _band_head(tg + serve)), ""]
+              _md_table(rows, ["model", "cards"] + ([f"single stream @{_tok(lo)}"] if lo != hi else [])
+                        + [f"single stream @{_tok(hi)}", "batched (all streams)"] + _band_head(tg + serve)), ""]
     return L
 
 
@@ -632,7 +641,7 @@ def _measured_vs_predicted(records) -> list[list]:
             for m, p in measured_predicted_pairs(records)]
 
 
-def _no_cross_sentence(tg) -> str:
+def _no_cross_sentence(tg, where="at every depth") -> str:
     by = {}
     for r in tg:
         by.setdefault(_rig(r), {}).setdefault(r["model"], []).append(r["avg_ts"])
@@ -644,6 +653,6 @@ def _no_cross_sentence(tg) -> str:
         top = order[0]
         if all(min(models[top]) > max(models[m]) for m in order[1:]) or all(
                 a > b for m in order[1:] for a, b in zip(models[top], models[m])):
-            parts.append(f"{top} is faster at every depth on {rig}")
-    return ("; ".join(parts) + ".") if parts else "the models keep their order at every depth."
+            parts.append(f"{top} is faster {where} on {rig}")
+    return ("; ".join(parts) + ".") if parts else f"the models keep their order {where}."
 
