@@ -249,3 +249,13 @@ def test_trace_numbers_say_their_evidence_and_band(ladder):
     plain = workload.trace_study(Study(models=("glm-4.7-flash",), cards=(1,), depths=(1024,), concurrency=(1,)), ladder,
                                  progress=False)
     assert plots.trace_winners(plain)._supxlabel.get_text().startswith("evidence: predicted (runtime typical)\n")
+
+
+def test_study_point_line_says_one_stream_not_one_streams(ladder):
+    # the batched-point sentence read "1 streams 130 tok/s"
+    st = Study(models=("glm-4.7-flash",), cards=(2,), depths=(1024,), concurrency=(1,))
+    res = workload.trace_study(st, ladder, progress=False)
+    assert res["study_point"] and res["study_point"]["points"][0]["streams"] == 1
+    text = workload.render(res, [])
+    assert "1 streams" not in text
+    assert "1 stream " in text and "8 streams " in text

@@ -321,7 +321,7 @@ def render(res: dict, charts: Sequence[str] = ()) -> str:
         L.append(f"The study's batched point ({sp['setup']}; the study reports about {sp['reference_tok_s']:.0f} tok/s "
                  f"in aggregate on two RTX 3090): simulated aggregate decode throughput for streams of "
                  f"{STUDY_POINT_PROMPT:,}-token prompts arriving together: " +
-                 ", ".join(f"{p['streams']} streams {p['decode_tok_s']:,.0f} tok/s" for p in sp["points"]) +
+                 ", ".join(f"{p['streams']} stream{'' if p['streams'] == 1 else 's'} {p['decode_tok_s']:,.0f} tok/s" for p in sp["points"]) +
                  f"; on this trace it averages {_n(sp['on_trace']['throughput_tok_s'], 0)} output tok/s "
                  f"({_n(sp['on_trace']['decode_tok_s'], 0)} tok/s in decode-only steps, up to "
                  f"{sp['on_trace']['max_running']} requests at once).")
