@@ -127,11 +127,12 @@ def _generation(pred, study: Study, ceils=None) -> list:
             for d in show:
                 r = byd.get(d)
                 mark = "" if fits.get((s, d)) is not False else " (spills)"
-                cells.append(_num(r["avg_ts"]) + mark if r else "–")
+                cells.append(_num(r["avg_ts"]) + mark + _past_native_mark(r) if r else "–")
             rows.append([r0["model"], _rig(r0)] + cells + _band_cells(tg, byd.values()))
         L += ["Decode tokens/s, one stream (`tg` at depth; *spills*: the weights and cache do not fit "
               "on the card(s), so the figure is what the speed would be if they did):", "",
               _md_table(rows, ["model", "rig"] + [f"@{_tok(d)}" for d in show] + _band_head(tg)), ""]
+        L += _past_native_note(tg, show, "n_depth")
         said = set()
         for c in ceils or ():
             k = c.get("chunk_decode")
@@ -159,10 +160,12 @@ def _prefill(pred, study: Study) -> list:
             byp = {r["n_prompt"]: r for r in pp if r["setup"] == s}
             r0 = next(iter(byp.values()))
             rows.append([r0["model"], _rig(r0)] + [
-                f"{_num(byp[p]['avg_ts'], 0)} tok/s, {_secs(byp[p]['seconds'])}" if p in byp else "–" for p in show]
+                f"{_num(byp[p]['avg_ts'], 0)} tok/s, {_secs(byp[p]['seconds'])}" + _past_native_mark(byp[p])
+                if p in byp else "–" for p in show]
                 + _band_cells(pp, byp.values()))
         L += ["Prefill speed and time to first token for a prompt of each length from an empty cache:", "",
               _md_table(rows, ["model", "rig"] + [f"{_tok(p)} prompt" for p in show] + _band_head(pp)), ""]
+        L += _past_native_note(pp, show, "n_prompt")
     return L
 
 
@@ -512,6 +515,25 @@ def _definitions() -> list:
           "- **predicted** = the cost model; **measured** = real kernels timed on the named machine; "
           "**calibrated** = a prediction fitted to measurements.", ""]
     return L
+
+
+def _past_native_mark(r: dict) -> str:
+    """' †' on a table cell whose context is past the model's native positions (the record's
+    `beyond_native`): the speed is priced, but the model was not trained that long."""
+    return " †" if r.get("beyond_native") else ""
+
+
+def _past_native_note(table, shown, key: str) -> list:
+    """The footnote to the † cells of a table: each marked model's native positions."""
+    native = {}
+    for r in table:
+        if r.get("beyond_native") and r.get(key) in shown and r.get("native_context"):
+            native[r["model"]] = r["native_context"]
+    if not native:
+        return []
+    each = "; ".join(f"{m}: {_tok(n)}" for m, n in native.items())
+    return [f"† past the model's native positions ({each}): the figure prices the context as asked; the model "
+            "was not trained that long and needs RoPE scaling such as YaRN there, where its answers may degrade.", ""]
 
 
 def _tok(n) -> str:
