@@ -1410,3 +1410,32 @@ def test_ubatch_option_is_bounded_as_llama_cpp_and_capped_at_the_context():
     d = cm.Setup("qwen3-8b", "rtx-3090", runtime="llama.cpp")
     assert cm.memory(d, 8192).workspace == cm.memory(cm.Setup("qwen3-8b", "rtx-3090", runtime="llama.cpp[ubatch=512]"),
                                                      8192).workspace
+
+
+def test_mul_mat_id_leaves_mmvq_at_each_types_limit_on_turing_and_ampere():
+    """ggml-cuda/mmvq.cu get_mmvq_mmid_max_batch(type, cc): mainline's mul_mat_id runs MMVQ over the ids only up
+    to a per-type batch on Turing / Ampere (Q2_K 7, Q3_K 5, MXFP4 7, IQ2_S 7, IQ3_S 6, IQ3_XXS 7; the rest 8),
+    8 on Volta and from Ada on, and goes on to MMQ over all experts above it (ggml_cuda_should_use_mmq). The
+    model took MMVQ up to 8 tokens for every type and card: gpt-oss-20b (MXFP4 experts) decoding 8 streams on an
+    RTX 3090 was priced as MMVQ. A mix's matrices follow their own types (Q3_K_M: gate / up q3_K, down q4_K)."""
+    experts = lambda s, T: [(o.path, o.tflops) for o in cm._ffn_ops(s, T, True, 1.0) if o.name == "moe.experts"]
+    g = cm.Setup("gpt-oss-20b", "rtx-3090", weights="mxfp4", runtime="llama.cpp")
+    assert kn.mmvq_mmid_max_batch("mxfp4", g.gpu) == 7 and kn.mmvq_mmid_max_batch("q3_K", g.gpu) == 5
+    assert kn.mmvq_mmid_max_batch("q4_K", g.gpu) == 8 and kn.mmvq_mmid_max_batch("q2_K", cm.Setup("qwen3-8b", "t4").gpu) == 7
+    for card in ("rtx-4090", "v100-sxm2-32gb", "h100-sxm", "rtx-5090"):
+        assert kn.mmvq_mmid_max_batch("q3_K", cm.Setup("qwen3-8b", card).gpu) == 8, card
+    assert [p for p, _ in experts(g, 7)] == ["mmid_vec"] and [p for p, _ in experts(g, 8)] == ["mmid"]
+    # Ada, ik_llama.cpp (its own mul_mat_id) and the 2024 builds (no such limits): MMVQ up to 8
+    for s in (cm.Setup("gpt-oss-20b", "rtx-4090", weights="mxfp4", runtime="llama.cpp"),
+              cm.Setup("gpt-oss-20b", "rtx-3090", weights="mxfp4", runtime="ik_llama.cpp"),
+              cm.Setup("gpt-oss-20b", "rtx-3090", weights="mxfp4", runtime="llama.cpp[era=2024-cublas]"),
+              cm.Setup("gpt-oss-20b", "rtx-3090", weights="mxfp4", runtime="llama.cpp-vulkan")):
+        assert [p for p, _ in experts(s, 8)] == ["mmid_vec"], s.runtime.name
+    # a mix: at 6 tokens the q3_K gate / up matrices run MMQ, the q4_K / q5_K down ones MMVQ; the FLOPs shared out
+    q = cm.Setup("qwen3-30b-a3b", "rtx-3090", weights="Q3_K_M", runtime="llama.cpp")
+    assert [p for p, _ in experts(q, 5)] == ["mmid_vec"] and [p for p, _ in experts(q, 9)] == ["mmid"]
+    six = experts(q, 6)
+    assert [p for p, _ in six] == ["mmid_vec", "mmid"]
+    assert sum(f for _, f in six) == pytest.approx(experts(q, 5)[0][1] * 6 / 5, rel=1e-12)
+    assert six[1][1] == pytest.approx(2 * six[0][1], rel=1e-12)       # gate + up vs down: equal shapes
+    assert cm.decode(q, 0, 6).seconds > 0 and cm.decode(g, 0, 8).seconds > 0

@@ -579,6 +579,46 @@ def _cap_factor(cfg: configs.ModelConfig, weights: str, op_name: str) -> float:
     return total / capped if capped else 1.0
 
 
+@functools.lru_cache(maxsize=1024)
+def _expert_types(cfg: configs.ModelConfig, weights: str) -> tuple:
+    """((type, elements, bytes), ...) of the routed experts' tensors over all layers, by ggml type (a model
+    file's own types and bytes, else `weights`' rule, vocab.tensor_format, as _cap_factor reads them): a mix
+    stores the experts' matrices in several types (Q3_K_M: gate / up q3_K, down q4_K / q5_K), and mainline
+    ggml-cuda runs each matrix's mul_mat_id by its own type's GEMV limit (kernels.mmvq_mmid_max_batch)."""
+    fw = getattr(cfg, "file_weights", None)
+    real, types = (fw.bytes_of(), fw.types()) if fw is not None else ({}, {})
+    fmt, ctx, shapes = vocab.weight_format(weights), cfg.tensor_context(), cfg.tensor_shapes()
+    pre = _CAP_TENSORS["moe.experts"]
+    out: dict = {}
+    for n, shape in shapes.items():
+        if not (n.startswith("model.layers.") and n.split(".", 3)[3].startswith(pre)):
+            continue
+        if n in real:
+            b, t = real[n], types.get(n, "")
+        else:
+            b, t = vocab.tensor_nbytes(fmt, n, shape, ctx), vocab.tensor_format(fmt, n, shape, ctx).name
+        e0, b0 = out.get(t, (0, 0))
+        out[t] = (e0 + math.prod(shape), b0 + b)
+    return tuple((t, e, b) for t, (e, b) in sorted(out.items()))
+
+
+def _mmid_gemv_parts(setup: Setup, T: int) -> list:
+    """[(path, element share, byte share, cap factor), ...] of the routed experts of a step of T <= MMV_MAX_BATCH
+    tokens on mainline ggml-cuda (kernels.mmid_type_limits): the matrices whose type's mmvq_mmid_max_batch
+    is below T run MMQ over all experts ("mmid"), the others MMVQ over the ids ("mmid_vec"). [] where every
+    matrix runs MMVQ (the op as before)."""
+    if not kn.mmid_type_limits(setup.runtime):
+        return []
+    parts = {"mmid_vec": [0, 0, 0.0], "mmid": [0, 0, 0.0]}
+    for t, e, b in _expert_types(setup.model, setup.weights):
+        p = parts["mmid" if T > kn.mmvq_mmid_max_batch(t, setup.gpu) else "mmid_vec"]
+        p[0], p[1], p[2] = p[0] + e, p[1] + b, p[2] + b / kn.mmvq_pass_factor(t)
+    if not parts["mmid"][0]:
+        return []
+    te, tb = sum(p[0] for p in parts.values()), sum(p[1] for p in parts.values())
+    return [(k, e / te, b / tb, b / c if c else 1.0) for k, (e, b, c) in parts.items() if e]
+
+
 def _mean(values):
     """The mean of per-layer byte counts: an int when they are all equal (a plain format), else a float."""
     values = list(values)
@@ -1507,7 +1547,17 @@ def _ffn_ops(setup: Setup, T: int, moe: bool, share: float, layers: tuple | None
         sub = kn.matmul_path(quant, fam, T * k / max(u, 1.0), rt, setup.gpu)
         if sub == "dequant_cublas":
             dtype, extra = _cublas_dtype(setup), 2 * 2.0 * u * m * De * Fe * share
-    if path is not None:
+    parts = _mmid_gemv_parts(setup, T) if path == "mmid_vec" and quant else []
+    if parts:
+        # mainline's mul_mat_id per matrix by its type's MMVQ limit (kernels.mmvq_mmid_max_batch): the matrices
+        # above it run MMQ over all experts, each op its share of the experts' elements and bytes
+        for p, fe, fb, capf in parts:
+            ops.append(_Op("moe.experts", "matmul", dtype, 2.0 * T * k * m * De * Fe * share * fe,
+                           (DEQUANT_OPS * u * m * De * Fe * share + 4 * T * k * Fe * share) * fe,
+                           u * wb["expert"] * share * fb + ACT_BYTES * T * k * (2 * De + m * Fe * share) * fe,
+                           (m + 2) * fe, p, fam, T * k / max(u, 1.0) if p != "mmid_vec" else 0.0, kn.mmq_tile(T)))
+            ops[-1].capf = capf
+    elif path is not None:
         ops.append(_Op("moe.experts", "matmul", dtype, 2.0 * T * k * m * De * Fe * share,
                        (DEQUANT_OPS * u * m * De * Fe * share if quant else 0.0) + 4 * T * k * Fe * share,
                        u * wb["expert"] * share + extra + ACT_BYTES * T * k * (2 * De + m * Fe * share), m + 2,

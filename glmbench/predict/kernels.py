@@ -463,17 +463,50 @@ def arch_factor(table: dict, gpu, which: str) -> float:
 
 
 def moe_path(n_tokens: float, rt) -> str:
+    """mul_mat_id through the GEMV (up to MMV_MAX_BATCH tokens) or over the batch; vLLM's fused MoE. A
+    weight type's own, lower GEMV limit on mainline ggml-cuda: mmvq_mmid_max_batch."""
     if rt.moe_kernel == "fused_moe":
         return "fused_moe"
     return "mmid_vec" if n_tokens <= MMV_MAX_BATCH else "mmid"
+
+
+# ggml-cuda/mmvq.cu get_mmvq_mmid_max_batch(type, cc) (llama.cpp PR 20905, as vendored by llama-cpp-python
+# 0.3.36): the most tokens mul_mat_id runs through MMVQ over the ids, per weight type, below
+# MMVQ_MAX_BATCH_SIZE (8) for some types; from one token more ggml_cuda_mul_mat_id goes on to MMQ over
+# all experts (ggml_cuda_should_use_mmq). NVIDIA: Volta (cc == 7.0 exactly) and Ada Lovelace on (cc >= 8.9:
+# Ada, Hopper, Blackwell) 8 for every type; Turing, Ampere and Orin (7.5 <= cc < 8.9) the turing_plus table;
+# anything else (Pascal, Xavier's 7.2) the pascal_older table. Types not listed: 8.
+MMVQ_MMID_MAX_TURING_PLUS = {"iq2_s": 7, "iq3_s": 6, "iq3_xxs": 7, "mxfp4": 7, "nvfp4": 8, "q2_K": 7, "q3_K": 5}
+MMVQ_MMID_MAX_PASCAL_OLDER = {"iq1_s": 6, "iq1_m": 6, "iq2_s": 4, "iq2_xs": 5, "iq2_xxs": 5, "iq3_s": 4, "iq3_xxs": 4,
+                              "iq4_nl": 6, "iq4_xs": 5, "mxfp4": 4, "nvfp4": 4, "q2_K": 4, "q3_K": 4, "q4_0": 6,
+                              "q4_1": 6, "q4_K": 5, "q5_0": 6, "q5_1": 6, "q5_K": 5, "q6_K": 4, "q8_0": 4}
+
+
+def mmvq_mmid_max_batch(type_name: str, gpu) -> int:
+    """get_mmvq_mmid_max_batch(type, cc) of ggml-cuda/mmvq.cu for a ggml weight type (vocab's spelling:
+    "q3_K", "mxfp4", ...) on an NVIDIA card: the most tokens mainline's mul_mat_id runs through MMVQ.
+    MMV_MAX_BATCH for a card without a compute capability and for types the tables do not list."""
+    cc = _cc(gpu)
+    if cc <= 0 or cc == _CC_VOLTA or cc >= _CC_ADA:
+        return MMV_MAX_BATCH
+    table = MMVQ_MMID_MAX_TURING_PLUS if cc >= _CC_TURING else MMVQ_MMID_MAX_PASCAL_OLDER
+    return table.get(str(type_name), MMV_MAX_BATCH)
+
+
+def mmid_type_limits(rt) -> bool:
+    """Whether a runtime model's mul_mat_id follows mmvq_mmid_max_batch: mainline ggml-cuda (cuda_runtime with
+    its attention_kernel "ggml_cuda") in its MMQ era (quantized_prefill "mmq": the limits came in 2026, the
+    `era=2024-cublas` builds had none). ik_llama.cpp's mul_mat_id is its own (MMVQ up to 8 tokens kept), the
+    Vulkan backend's one shader dispatch."""
+    return cuda_runtime(rt) and getattr(rt, "attention_kernel", "") == "ggml_cuda" and rt.quantized_prefill == "mmq"
 
 
 # ---- ggml-cuda's mul_mat_id: MMQ over all experts, or the per-expert fallback --------------------
 # ggml-cuda.cu ggml_cuda_mul_mat_id (llama.cpp vendored by llama-cpp-python 0.3.36) decides for the whole
 # batch, on its token count ne12, never on the tokens per expert:
 #   1. ne2 <= MMVQ_MAX_BATCH_SIZE (8) and quantized weights, up to get_mmvq_mmid_max_batch(type, cc) (mmvq.cu:
-#      8 on Volta, Ada and Blackwell, fewer for some types on Turing / Ampere / Pascal): MMVQ with the ids
-#      read on the device (moe_path "mmid_vec");
+#      8 on Volta, Ada and Blackwell, fewer for some types on Turing / Ampere / Pascal: mmvq_mmid_max_batch):
+#      MMVQ with the ids read on the device (moe_path "mmid_vec"; above a type's limit, step 2);
 #   2. ggml_cuda_should_use_mmq(type, cc, ne12, n_experts) (mmq.cu): MMQ over all experts in one launch
 #      (moe_path "mmid"). For NVIDIA it is true from Turing on (turing_mma_available); on a card with f16
 #      tensor cores but no int8 mma (Volta, cc 7.0) only while ne12 < MMQ_DP4A_MAX_BATCH_SIZE (64); the
@@ -608,6 +641,7 @@ def mla_runs(strategy: str, rt) -> str:
 # or 32 (32 columns: 1.6x the work); DeepSeek's 16 or 128 fill them. The tiles of a KV head read the
 # same cache side by side (stream-k splits each over the cache), so the card's memory traffic stays
 # one pass: only the tensor work is padded. Compute-capability thresholds as ggml's (common.cuh):
+_CC_VOLTA = 700
 _CC_TURING, _CC_ADA, _CC_BLACKWELL, _CC_DGX_SPARK = 750, 890, 1200, 1210
 MLA_FA_HEAD_DIM = 576
 
