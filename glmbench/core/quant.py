@@ -281,8 +281,7 @@ def nonfinite(a) -> str | None:
     scale d in block 3 (row 0)"; blocks counted over the tensor's rows as stored; rows over its leading axes
     flattened). A KVBSplit's parts are
     checked in turn. Reads the array once, in chunks (vectorised bit tests: ~10-20 GB/s); never modifies it."""
-    from glmbench.core.attention import KVBSplit   # (attention imports this module)
-    if isinstance(a, KVBSplit):
+    if not isinstance(a, (np.ndarray, QTensor)) and hasattr(a, "k_b") and hasattr(a, "v_b"):   # attention.KVBSplit
         for name, part in (("k_b", a.k_b), ("v_b", a.v_b)):
             bad = nonfinite(part)
             if bad:
