@@ -39,6 +39,9 @@ int gb_kvcache_create(gb_kvcache **out, int kind, int fmt, int64_t n_layers, int
     if (dk < 1) return gb_error(GB_EVALUE, "`%s` must be >= 1, got %ld", kn, (long)dk);
     if (dv < 1) return gb_error(GB_EVALUE, "`%s` must be >= 1, got %ld", vn, (long)dv);
     if (block_size < 1) return gb_error(GB_EVALUE, "`block_size` must be >= 1, got %ld", (long)block_size);
+    /* A block never holds more tokens than the cache can: a block_size past the capacity is cut to it (its
+     * one block was allocated whole, e.g. 8 GiB for a 10-token cache of block_size 2^20). */
+    if (block_size > capacity) block_size = capacity;
     int64_t kb = gb_row_bytes(fmt, dk), vb = gb_row_bytes(fmt, dv);
     if ((kb < 0 || vb < 0) && gb_is_float_fmt(fmt)) /* float rows: only a size past 64 bits has none */
         return gb_error(GB_EVALUE, "`%s`=%ld: a row of that many values is too large to count in 64 bits", kb < 0 ? kn : vn,

@@ -1,8 +1,9 @@
 /* kvcache.h: the paged KV cache (pure C; bindings in bind_kvcache.c).
  *
  * A cache holds n_layers independent sequences of tokens. Each layer owns a block table of up to
- * ceil(capacity / block_size) blocks; a block holds block_size tokens and is taken on demand from
- * the cache's pool (blocks freed by reset() go back to the pool, not to the system).
+ * ceil(capacity / block_size) blocks; a block holds block_size tokens (at most capacity: a larger
+ * block_size is cut to it) and is taken on demand from the cache's pool (blocks freed by reset() go
+ * back to the pool, not to the system).
  *
  * Storage per token, in the cache's row format (csrc/quant.h codec: f32, f16, bf16, q8_0, q4_0):
  *   GQA  K: n_heads rows of dk, V: n_heads rows of dv. Block layout: K[head][slot][dk] then

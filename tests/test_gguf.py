@@ -279,13 +279,15 @@ def test_safetensors_header_that_lies(tmp_path):
 
 def test_measure_names_the_file_whose_weights_fail(tmp_path, capsys, monkeypatch):
     """`glmbench measure FILE` on weights that give NaN (one in the output matrix: finite activations, NaN logits,
-    was a RuntimeError traceback; one in an MLP matrix: the kernels' "`x` contains NaN", naming no file) or an HF
+    was a RuntimeError traceback; one in an MLP matrix: the kernels' "`x` contains NaN", naming no file; both now
+    refused at load, naming the tensor and the value's index: tests/test_weights_finite.py) or an HF
     folder lacking a tensor: one line naming the file. The files are not modified."""
     from glmbench.cli import main
     from glmbench.measure import cpu
     cfg, model = _hf("qwen3")
     args = ["--depths", "0", "--n-prompt", "4", "--n-gen", "2", "--repeats", "1", "-q", "--json"]
-    for name in ("lm_head.weight", "model.layers.1.mlp.down_proj.weight"):
+    for name, gname in (("lm_head.weight", "output.weight"), ("model.layers.1.mlp.down_proj.weight",
+                                                              "blk.1.ffn_down.weight")):
         sd = {k: v.clone() for k, v in model.state_dict().items()}
         sd[name][3, 5] = float("nan")
         p = tmp_path / f"nan-{name.split('.')[-2]}.gguf"
@@ -293,7 +295,8 @@ def test_measure_names_the_file_whose_weights_fail(tmp_path, capsys, monkeypatch
         raw = p.read_bytes()
         assert main(["measure", str(p), *args]) == 2
         err = capsys.readouterr().err.strip().splitlines()
-        assert len(err) == 1 and str(p) in err[0] and "non-finite values" in err[0], err
+        want = f"{p}: tensor '{gname}' (F16) holds NaN at flat index {3 * sd[name].shape[1] + 5}; a weight must be finite"
+        assert len(err) == 1 and err[0].endswith(want), err
         assert p.read_bytes() == raw
     folder = tmp_path / "hf"
     model.save_pretrained(folder)

@@ -633,10 +633,11 @@ def test_output_matrix_refused_where_the_loader_never_creates_it(tmp_path, mt, a
         configs.load(p)
 
 
-def test_kv_b_kept_beside_its_split_is_refused_in_an_mla_file(tmp_path):
+def test_kv_b_kept_beside_its_split_is_refused_in_an_mla_file(tmp_path, capsys):
     """src/models/deepseek2.cpp: with key_length_mla set (hparams.is_mla()) the loader creates attn_k_b + attn_v_b
     and never attn_kv_b; without it, attn_kv_b and never the split. A file keeping both is refused; glmbench read
-    the joined one and priced the split as extra bytes (or read the split beside an unused attn_kv_b)."""
+    the joined one and priced the split as extra bytes (or read the split beside an unused attn_kv_b). Such a file
+    is what ik_llama.cpp's converter writes: the error says what to do (mainline's converter, or ik_llama.cpp)."""
     pytest.importorskip("torch")
     pytest.importorskip("transformers")
     from test_model_hf import tiny_hf_model
@@ -652,8 +653,25 @@ def test_kv_b_kept_beside_its_split_is_refused_in_an_mla_file(tmp_path):
     with pytest.raises(gguf_file.GGUFError, match=_NOT_CREATED.format(
             t=r"'blk\.0\.attn_kv_b\.weight'", arch="deepseek2",
             why=r" in a file with 'deepseek2\.attention\.key_length_mla' \(MLA\): the loader creates "
-                r"'blk\.0\.attn_k_b\.weight' and 'blk\.0\.attn_v_b\.weight' instead")):
+                r"'blk\.0\.attn_k_b\.weight' and 'blk\.0\.attn_v_b\.weight' instead \(a file from "
+                r"ik_llama\.cpp's converter keeps attn_kv_b beside them: convert the HF model with mainline "
+                r"llama\.cpp's convert_hf_to_gguf\.py, which writes the split only, or run this file in "
+                r"ik_llama\.cpp\)")):
         configs.load(p)
+    # every layer keeping it, as ik_llama.cpp's converter writes them: one line on the CLI, naming what to do
+    from glmbench.cli import main
+    p = str(tmp_path / "ik.gguf")
+    gguf_writer.write(p, cfg, sd, extra_tensors=[(f"blk.{i}.attn_kv_b.weight",
+                                                 sd[f"model.layers.{i}.self_attn.kv_b_proj.weight"].numpy())
+                                                for i in range(cfg.num_hidden_layers)])
+    raw = open(p, "rb").read()
+    for args in (["measure", p, "--depths", "0", "--n-prompt", "4", "--n-gen", "2", "--repeats", "1", "-q"],
+                 ["report", "--model", p, "--out", str(tmp_path / "r")]):
+        assert main(args) == 2
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and p in err[0] and "'blk.0.attn_kv_b.weight'" in err[0] and \
+            "convert_hf_to_gguf.py" in err[0], err
+    assert open(p, "rb").read() == raw
     # a file from before MLA (no *_mla keys): attn_kv_b joined, as the loader creates it ...
     p = str(tmp_path / "joined.gguf")
     gguf_writer.write(p, cfg, sd, split_kv_b=False)

@@ -67,6 +67,28 @@ def test_bytes_used_and_allocated_follow_the_blocks(rng):
     assert [c.length(0), c.length(1)] == [0, 5]
 
 
+@pytest.mark.parametrize("kind", ["gqa", "mla"])
+def test_block_size_past_the_capacity_allocates_no_more_than_the_capacity(rng, kind):
+    """A block_size above capacity_tokens was allocated whole on the first append (block_size 2^20 on a 10-token
+    cache: 8 GiB); it is now cut to the capacity: the one block holds the 10 tokens, the cache says its
+    block_size, and every token up to the capacity is stored and read back."""
+    cap, big = 10, 1 << 14
+    c = (KVCache.gqa(1, cap, 1, 32, kv="f32", block_size=big) if kind == "gqa"
+         else KVCache.mla(1, cap, 32, 32, kv="f32", block_size=big))
+    assert c.block_size == cap
+    a, b = (rng.standard_normal((cap, 1, 32)).astype(np.float32) for _ in range(2))
+    if kind == "mla":
+        a, b = a[:, 0], b[:, 0]
+    c.append(0, a[:1], b[:1])
+    assert c.bytes_allocated == c.bytes_in_blocks <= -(-cap * c.bytes_per_token // 64) * 64   # (64-byte aligned)
+    c.append(0, a[1:], b[1:])
+    ra, rb = c.read(0)
+    assert np.array_equal(ra.reshape(a.shape), a) and np.array_equal(rb.reshape(b.shape), b)
+    with pytest.raises(ValueError, match="KV cache full"):
+        c.append(0, a[:1], b[:1])
+    assert KVCache.gqa(1, cap, 1, 32, kv="f32", block_size=4).block_size == 4     # (a smaller one as given)
+
+
 # ---- round trips ------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("fmt", FORMATS)
@@ -123,7 +145,8 @@ def test_properties_and_repr():
     assert (c.kind, c.n_layers, c.capacity_tokens, c.block_size, c.kv) == ("gqa", 4, 1000, 32, "bf16")
     assert (c.n_kv_heads, c.head_dim, c.v_head_dim) == (8, 128, 128)
     m = KVCache.mla(2, 10, 512, 64, kv="f32")
-    assert (m.kind, m.kv_lora_rank, m.rope_dim, m.kv, m.block_size) == ("mla", 512, 64, "f32", 64)
+    # (the default block_size 64, cut to the 10 tokens of capacity: a block never holds more than the cache can)
+    assert (m.kind, m.kv_lora_rank, m.rope_dim, m.kv, m.block_size) == ("mla", 512, 64, "f32", 10)
     assert "KVCache.mla" in repr(m) and "kv_lora_rank=512" in repr(m)
     assert isinstance(c, glmbench.KVCache)
 

@@ -1,7 +1,8 @@
 """The paged KV cache (C type in csrc/kvcache.c, bindings in csrc/bind_kvcache.c).
 
 One cache holds `n_layers` sequences. Each layer takes fixed-size blocks of `block_size` tokens
-from the cache's pool as it grows, up to `capacity_tokens`; `reset()` returns them to the pool.
+from the cache's pool as it grows, up to `capacity_tokens`; `reset()` returns them to the pool. A
+block holds at most `capacity_tokens`: a larger `block_size` is cut to it (`cache.block_size` says so).
 
     GQA: per token and layer, K [n_kv_heads, head_dim] and V [n_kv_heads, v_head_dim]
     MLA: per token and layer, one row of kv_lora_rank latent (already kv_a_layernorm-ed) followed

@@ -21,7 +21,8 @@ import numpy as np
 from glmbench.core._loader import _core
 
 __all__ = ["QTensor", "quantize", "dequantize", "quantize_q8_0", "quantize_q4_0", "linear", "swiglu",
-           "moe_experts", "FORMATS", "K_FORMATS", "KP_FORMATS", "quantize_mxfp4", "kernels", "quantize_chunks", "matrix_format", "gguf_format"]
+           "moe_experts", "FORMATS", "K_FORMATS", "KP_FORMATS", "quantize_mxfp4", "kernels", "quantize_chunks", "matrix_format", "gguf_format",
+           "nonfinite", "SCALE_FIELDS"]
 
 # C-core format ids (csrc/common.h) and ggml block sizes (elements, bytes)
 FORMATS = {"q8_0": (8, 32, 34), "q4_0": (9, 32, 18),
@@ -260,6 +261,83 @@ def dequantize(qt: QTensor) -> np.ndarray:
         return _core.kdequantize(d.reshape(-1, d.shape[-1]), _fmt_id(qt.fmt), k).reshape(qt.shape)
     y = _core.dequantize(d.reshape(-1, d.shape[-1]), _fmt_id(qt.fmt), k)
     return y.reshape(qt.shape)
+
+
+# the f16 scale fields of each block format: (name, byte offset in the block), as ggml's block structs lay them out
+# (ggml-common.h: block_q8_0 / q4_0 / iq4_nl {d, qs}; q2_K {scales[16], qs[64], d, dmin}; q3_K {hmask[32], qs[64],
+# scales[12], d}; q4_K / q5_K {d, dmin, ...}; q6_K {ql[128], qh[64], scales[16], d}; iq4_xs {d, scales_h, ...}).
+# Every other field is an integer: a block's values are finite when these are. mxfp4's E8M0 scale is a byte that
+# ggml reads as 2^(e - 128), always finite; its values overflow float32 (inf) where e >= 253 meets a large code.
+SCALE_FIELDS = {"q8_0": (("d", 0),), "q4_0": (("d", 0),), "iq4_nl": (("d", 0),), "iq4_xs": (("d", 0),),
+                "q2_K": (("d", 80), ("dmin", 82)), "q3_K": (("d", 108),), "q4_K": (("d", 0), ("dmin", 2)),
+                "q5_K": (("d", 0), ("dmin", 2)), "q6_K": (("d", 208),)}
+_CHECK_CHUNK = 1 << 22   # elements (or blocks) per step of nonfinite(): bounds its temporaries to a few MB
+
+
+def nonfinite(a) -> str | None:
+    """Where a weight holds a value that is not finite, in words, or None when every value is finite: the first
+    NaN / inf of a float array (float32, float16, float64, or bfloat16 as uint16 bits: "NaN at flat index 7"),
+    the first block of a QTensor whose f16 scale is NaN / inf or (mxfp4) whose values overflow float32 ("a NaN f16
+    scale d in block 3 (row 0)"; blocks counted over the tensor's rows as stored; rows over its leading axes
+    flattened). A KVBSplit's parts are
+    checked in turn. Reads the array once, in chunks (vectorised bit tests: ~10-20 GB/s); never modifies it."""
+    if not isinstance(a, (np.ndarray, QTensor)) and hasattr(a, "k_b") and hasattr(a, "v_b"):   # attention.KVBSplit
+        for name, part in (("k_b", a.k_b), ("v_b", a.v_b)):
+            bad = nonfinite(part)
+            if bad:
+                return f"{name}: {bad}"
+        return None
+    if isinstance(a, QTensor):
+        return _nonfinite_blocks(a)
+    a = np.asarray(a)
+    if a.dtype.kind != "f" and a.dtype != np.uint16:
+        return None
+    flat = a.reshape(-1)
+    # float16 / bf16 bits: exponent all ones (np.isfinite on float16 runs ~10x slower than this bit test)
+    bits = {np.dtype(np.float16): (np.uint16, 0x7C00), np.dtype(np.uint16): (np.uint16, 0x7F80)}.get(a.dtype)
+    for s in range(0, flat.size, _CHECK_CHUNK):
+        c = flat[s:s + _CHECK_CHUNK]
+        if bits is None:                                   # float32 / float64: NumPy's own test
+            bad = ~np.isfinite(c)
+        else:
+            u = c.view(bits[0]) if c.flags.c_contiguous else np.ascontiguousarray(c).view(bits[0])
+            bad = (u & bits[0](bits[1])) == bits[0](bits[1])
+        if bad.any():
+            i = int(np.argmax(bad))
+            v = float(_to_float(c[i:i + 1], a.dtype)[0])
+            return f"{'NaN' if v != v else 'inf'} at flat index {s + i}"
+    return None
+
+
+def _to_float(c, dtype):
+    return (c.astype(np.uint32) << np.uint32(16)).view(np.float32) if dtype == np.uint16 else c.astype(np.float64)
+
+
+def _nonfinite_blocks(qt: QTensor) -> str | None:
+    _, qk, bb = FORMATS[qt.fmt]
+    blocks = np.asarray(qt.data).reshape(-1, bb)
+    per_row = qt.shape[-1] // qk
+    for s in range(0, blocks.shape[0], _CHECK_CHUNK):
+        c = blocks[s:s + _CHECK_CHUNK]
+        if qt.fmt == "mxfp4":
+            big = np.flatnonzero(c[:, 0] >= 253)             # 2^(e-128) x 12 past FLT_MAX from e = 253 on
+            if big.size:
+                vals = _core.kdequantize(np.ascontiguousarray(c[big]), _fmt_id("mxfp4"), qk)
+                hit = ~np.isfinite(vals).all(axis=1)
+                if hit.any():
+                    b = s + int(big[np.argmax(hit)])
+                    return (f"values past float32 (inf) in block {b} (row {b // per_row}), from its E8M0 scale "
+                            f"e = {int(blocks[b, 0])}")
+            continue
+        fields = SCALE_FIELDS[qt.fmt]
+        u = np.stack([np.ascontiguousarray(c[:, off:off + 2]).view(np.uint16)[:, 0] for _, off in fields], axis=1)
+        bad = (u & np.uint16(0x7C00)) == np.uint16(0x7C00)     # [blocks, fields]
+        if bad.any():
+            i, j = divmod(int(np.argmax(bad.reshape(-1))), len(fields))   # the first block, then its first field
+            b = s + i
+            what = "a NaN" if int(u[i, j]) & 0x3FF else "an inf"
+            return f"{what} f16 scale {fields[j][0]} in block {b} (row {b // per_row})"
+    return None
 
 
 _MXFP4_KVALUES = np.array([0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12], np.float32)

@@ -33,7 +33,12 @@ into the config by gguf_file.hf_config (rope_type "freq_factors").
 
 Errors (ValueError naming the file and the tensor): a missing tensor, a shape that disagrees with
 the config, an unknown type, a safetensors header whose offsets disagree with its dtypes and
-shapes or run past the end of the file.
+shapes or run past the end of the file, a weight that is not finite (NaN / inf: a float value, with
+its flat index; a block's f16 scale d / dmin, or an mxfp4 block whose values overflow float32, with the
+block's index in the file's tensor; a type dequantized on load, by its dequantized values). Each tensor the
+model takes is checked once here, at load (vectorised, core.quant.nonfinite: ~10-20 GB/s over float
+tensors, the scale fields only of block ones); the state dict says which arrays it checked
+(`finite_checked`), so Model does not check them again.
 """
 from __future__ import annotations
 
@@ -46,7 +51,7 @@ import warnings
 import numpy as np
 
 from glmbench.core.attention import KVBSplit
-from glmbench.core.quant import QTensor, gguf_format
+from glmbench.core.quant import QTensor, gguf_format, nonfinite
 from glmbench.models import configs, gguf_file
 from glmbench.models.model import STORED, Model
 
@@ -74,14 +79,28 @@ def load_model(path, *, weights: str = STORED, **kw) -> Model:
     return Model(cfg, sd, weights=weights, **kw)
 
 
+class Weights(dict):
+    """A checkpoint's state dict: {HF name: array or QTensor}, and `finite_checked` {id: array} of the arrays
+    the loader found finite (Model checks the others: the ones a caller put in or a transform made)."""
+    finite_checked: dict = {}
+
+
+def _checked(sd: dict) -> Weights:
+    out = Weights(sd)
+    out.finite_checked = {id(v): v for v in sd.values()}
+    return out
+
+
 def state_dict(path):
-    """(ModelConfig, {HF name: array or QTensor}) of a GGUF file or an HF safetensors folder."""
+    """(ModelConfig, {HF name: array or QTensor}) of a GGUF file or an HF safetensors folder; every
+    weight checked finite (else a CheckpointError naming the file, the tensor and where in it)."""
     p = os.fspath(path)
     if os.path.isfile(p) and gguf_file.is_gguf(p):
         return _gguf_state_dict(p)
     if os.path.isdir(p):
         cfg = configs.load(p)
-        sd = _safetensors_folder(p)
+        origin: dict = {}   # id(array) -> (its file, its name there)
+        sd = _safetensors_folder(p, origin)
         if cfg.wrapper:     # a multimodal checkpoint: its text model's tensors by their text names, not its towers
             names = {k: gguf_file.text_model_name(k) for k in sd}
             # (its text model under a prefix of its own: only those and lm_head; else, Qwen2-VL's first files with
@@ -91,7 +110,12 @@ def state_dict(path):
                   if t is not None and (not wrapped or t != k or k.startswith("lm_head."))}
         if cfg.model_type == "exaone":   # (the released checkpoint's own names, as transformers renames them)
             sd = {gguf_file.exaone_name(k): v for k, v in sd.items()}
-        return cfg, sd
+        for v in sd.values():   # the tensors the model takes (not a multimodal checkpoint's towers)
+            bad = nonfinite(v)
+            if bad:
+                f, k = origin[id(v)]
+                raise CheckpointError(f"{f}: tensor {k!r} holds {bad}; a weight must be finite")
+        return cfg, _checked(sd)
     if os.path.isfile(p) and p.endswith(".safetensors"):
         raise CheckpointError(f"{p}: give the folder holding config.json and the .safetensors files, not one file")
     raise CheckpointError(f"{p}: neither a GGUF file nor a folder with config.json and *.safetensors")
@@ -138,17 +162,19 @@ def read_safetensors(path) -> dict:
     return out
 
 
-def _safetensors_folder(folder: str) -> dict:
+def _safetensors_folder(folder: str, origin: dict | None = None) -> dict:
     files = sorted(glob.glob(os.path.join(folder, "*.safetensors")))
     if not files:
         raise CheckpointError(f"{folder}: no *.safetensors files")
     files = gguf_file.safetensors_files(folder)     # (the index's files; not Mistral's consolidated copy)
     sd: dict = {}
+    origin = {} if origin is None else origin   # id(array) -> (its file, its name there)
     for f in files:
         for k, v in read_safetensors(f).items():
             if k in sd:
                 raise CheckpointError(f"{f}: tensor {k!r} also appears in another file of {folder}")
             sd[k] = v
+            origin[id(v)] = (f, k)
     return sd
 
 
@@ -158,6 +184,10 @@ def _gguf_state_dict(path: str):
     g = gguf_file.read(path)
     shapes = cfg.tensor_shapes()
     where = gguf_file.expected_gguf_tensors(g, shapes, cfg.n_layers, expert_rows=True)
+    for names in where.values():   # every file tensor the model takes, checked finite once, as stored
+        for n in names:
+            for part in getattr(n, "names", (n,)):
+                _check_stored(g, g.tensors[part])
     converted: dict = {}
     sd = {}
     arch = g.architecture
@@ -215,7 +245,41 @@ def _gguf_state_dict(path: str):
     if converted:
         lst = "; ".join(f"{k}: {len(v)} tensor(s), e.g. {v[0]!r}" for k, v in sorted(converted.items()))
         warnings.warn(f"{path}: ggml types run dequantized to f32 (not executed as stored): {lst}", stacklevel=3)
-    return cfg, sd
+    return cfg, _checked(sd)
+
+
+def _nonfinite_error(g, t, bad: str) -> CheckpointError:
+    return CheckpointError(f"{t.file or g.path}: tensor {t.name!r} ({t.type_name}) holds {bad}; a weight must be "
+                           f"finite")
+
+
+def _check_stored(g, t) -> None:
+    """A file tensor's values as stored: a float tensor's every value, a block format's scale fields (the
+    formats glmbench runs as stored, and q5_0 / q4_1 / q5_1, whose f16 d (and m) lead each block). Another
+    type is checked by its dequantized values (_dequant)."""
+    data = g.tensor_data(t.name)
+    if t.type_name in ("F32", "F16", "BF16"):
+        bad = nonfinite(data)
+    elif gguf_format(t.type_name):
+        bad = nonfinite(QTensor(data, gguf_format(t.type_name), t.shape))
+    elif t.type_name in _LEADING_SCALES:
+        bb, fields = _LEADING_SCALES[t.type_name]
+        u = np.ascontiguousarray(np.asarray(data).reshape(-1, bb)[:, :2 * fields]).view(np.uint16)
+        hit = (u & np.uint16(0x7C00)) == np.uint16(0x7C00)
+        bad = None
+        if hit.any():
+            b, j = divmod(int(np.argmax(hit.reshape(-1))), fields)
+            per_row = t.shape[-1] // 32
+            what = "a NaN" if int(u[b, j]) & 0x3FF else "an inf"
+            bad = f"{what} f16 scale {'dm'[j]} in block {b} (row {b // per_row})"
+    else:
+        return
+    if bad:
+        raise _nonfinite_error(g, t, bad)
+
+
+# 32-value block types dequantized on load whose f16 scale fields lead the block: (block bytes, f16 fields: d, m)
+_LEADING_SCALES = {"Q5_0": (22, 1), "Q4_1": (20, 2), "Q5_1": (24, 2)}
 
 
 def _expert_rows(a, start: int, stop: int):
@@ -338,7 +402,13 @@ def _dequant(g, name, converted) -> np.ndarray:
     except NotImplementedError:
         raise CheckpointError(f"{g.path}: tensor {name!r} has ggml type {t.type_name}, which the gguf package "
                               f"cannot dequantize") from None
-    return np.ascontiguousarray(out.reshape(t.shape), dtype=np.float32)
+    out = np.ascontiguousarray(out.reshape(t.shape), dtype=np.float32)
+    if t.type_name not in ("F32", "F16", "BF16") and not gguf_format(t.type_name) and \
+            t.type_name not in _LEADING_SCALES:
+        bad = nonfinite(out)   # (a type whose scales _check_stored does not read: its values)
+        if bad:
+            raise _nonfinite_error(g, t, f"{bad} once dequantized")
+    return out
 
 
 def _unpermute(a, n_head):

@@ -1301,8 +1301,13 @@ def _check_created(g: GGUFFile, m: _Meta) -> None:
             # llama_hparams::is_mla(): key_length_mla and value_length_mla set (not 0)
             mla = bool(m("attention.key_length_mla", 0)) and bool(m("attention.value_length_mla", 0))
             if parts[2] == "attn_kv_b" and mla:
+                # (ik_llama.cpp's converter keeps attn_kv_b beside the split, which ik_llama.cpp loads; mainline's
+                # deepseek2.cpp creates attn_kv_b only where is_mla() is false, so such a file fails there too)
                 why = (f"in a file with '{g.architecture}.attention.key_length_mla' (MLA): the loader creates "
-                       f"{blk + 'attn_k_b.weight'!r} and {blk + 'attn_v_b.weight'!r} instead")
+                       f"{blk + 'attn_k_b.weight'!r} and {blk + 'attn_v_b.weight'!r} instead (a file from "
+                       f"ik_llama.cpp's converter keeps attn_kv_b beside them: convert the HF model with "
+                       f"mainline llama.cpp's convert_hf_to_gguf.py, which writes the split only, or run this "
+                       f"file in ik_llama.cpp)")
             elif parts[2] in ("attn_k_b", "attn_v_b") and not mla:
                 why = (f"in a file without '{g.architecture}.attention.key_length_mla' (not MLA): "
                        + ("the loader creates the joined attn_kv_b instead" if arch == "deepseek2"

@@ -128,6 +128,12 @@ experts are held as three stacked tensors `mlp.experts.gate_proj` [E, F, D], `ml
 `mlp.experts.{e}.gate_proj.weight` (4.x) are accepted on input, and so are Phi-3's fused
 `self_attn.qkv_proj` / `mlp.gate_up_proj` (split into q/k/v and gate/up rows, `_unfused`).
 
+Weights given in a state_dict must be finite: each tensor the model takes is checked once, here, at load
+(quant.nonfinite: every value of a float tensor, the f16 scales of a block format's blocks; ValueError naming
+the tensor and where), except the arrays a loader already checked (models/checkpoint.py's `finite_checked`). The
+C ops check their activations on every call, not their weights (a weight's scan would cost as much as the
+GEMV reading it: docs/API.md "Ops").
+
 weights="stored" (with a state_dict, e.g. from models/checkpoint.py) keeps each matrix in the
 format it comes in (f32, f16, bf16 bits, q8_0/q4_0 QTensor). Otherwise matrices are stored in the weight format (f32 float32, f16 float16, bf16 uint16 bits, q8_0/q4_0
 quant.QTensor); norm weights, router weights and biases stay float32 (tiny, and the ops read them as f32).
@@ -152,7 +158,7 @@ from glmbench.core import attention
 from glmbench.core import ops as _ops
 from glmbench.core.attention import KVBSplit, _hf_deinterleaves
 from glmbench.core.kvcache import KVCache, KVCacheGroup
-from glmbench.core.quant import KP_FORMATS, QTensor, _fmt_id, fuse_rows, quantize, quantize_chunks, stacked
+from glmbench.core.quant import KP_FORMATS, QTensor, _fmt_id, fuse_rows, nonfinite, quantize, quantize_chunks, stacked
 from glmbench.models import configs
 from glmbench.models.configs import layer_kinds, route_groups
 from glmbench.core._loader import _core
@@ -1017,7 +1023,7 @@ def build_layer(cfg, index: int, weights: str = vocab.DEFAULTS["measured_weights
     return Layer(cfg, index, kind, w)
 
 
-def _layer_from_hf(cfg, index: int, kind: str, src: Mapping, fmt: str) -> Layer:
+def _layer_from_hf(cfg, index: int, kind: str, src: Mapping, fmt: str, checked: Mapping = {}) -> Layer:
     p = f"model.layers.{index}."
 
     def get(name):
@@ -1028,7 +1034,7 @@ def _layer_from_hf(cfg, index: int, kind: str, src: Mapping, fmt: str) -> Layer:
         if key not in src:
             raise ValueError(f"`state_dict` lacks {key!r} (needed by layer {index}, a {kind} layer of "
                              f"{cfg.model_type})")
-        return _np(src[key], key)
+        return _finite(src[key], key, checked)
 
     experts = _unfused(cfg, p, src, get)
     if kind == "moe":
@@ -1283,6 +1289,17 @@ def _np(a, name: str) -> np.ndarray:
     return a
 
 
+def _finite(raw, key: str, checked: Mapping):
+    """state_dict[key] (`raw`) as an array (_np), found finite (quant.nonfinite) unless a loader checked this very
+    object (`checked`: id -> object, models/checkpoint.py's finite_checked)."""
+    a = _np(raw, key)
+    if checked.get(id(raw)) is not raw:
+        bad = nonfinite(a)
+        if bad:
+            raise ValueError(f"weight {key!r} holds {bad}; a weight must be finite")
+    return a
+
+
 def _expect(a: np.ndarray, shape: tuple, name: str) -> None:
     if tuple(a.shape) != tuple(shape):
         raise ValueError(f"weight {name!r} has shape {tuple(a.shape)}, expected {tuple(shape)} from the config")
@@ -1367,6 +1384,8 @@ class Model:
                 if progress:
                     progress(n + 1, len(idx))
         else:
+            # the arrays a loader found finite (models/checkpoint.py), taken before any renaming below
+            checked = getattr(state_dict, "finite_checked", None) or {}
             if cfg.model_type in configs.MAMBA_FAMILIES:
                 state_dict = mamba_state_dict(cfg, state_dict)
             elif cfg.model_type in configs.GEMMA4_FAMILIES:
@@ -1385,7 +1404,7 @@ class Model:
             def get(key):
                 if key not in state_dict:
                     raise ValueError(f"`state_dict` lacks {key!r}")
-                return _np(state_dict[key], key)
+                return _finite(state_dict[key], key, checked)
             emb = get("model.embed_tokens.weight")
             _expect(emb, (V, D), "model.embed_tokens.weight")
             self.embed = to_format(emb, _tensor_fmt(weights, "model.embed_tokens.weight", emb.shape, emb))
@@ -1414,7 +1433,7 @@ class Model:
                         to_format(a, _tensor_fmt(weights, n, s, a))
             self.layers = []
             for n, i in enumerate(idx):
-                self.layers.append(_layer_from_hf(cfg, i, kinds[i], state_dict, weights))
+                self.layers.append(_layer_from_hf(cfg, i, kinds[i], state_dict, weights, checked))
                 if progress:
                     progress(n + 1, len(idx))
 
