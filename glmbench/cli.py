@@ -1063,6 +1063,12 @@ def _warn_unstable(recs, protocol) -> None:
     handed over by cmd_measure, the one command that loads the measured side)."""
     for r in protocol.unstable(recs):
         print(protocol.warning_line(r), file=sys.stderr)
+    past = [r for r in recs if r.get("beyond_native")]
+    if past:   # the timing is real; the context is longer than the model was trained for
+        tests = ", ".join(protocol.label(r) for r in past)
+        print(f"note: {tests} run past {past[0]['model']}'s native {past[0]['native_context']:,} positions "
+              "(its max_position_embeddings): the timing is real, the model was not trained that long "
+              "(records: beyond_native)", file=sys.stderr)
 
 
 def cmd_models(args) -> int:

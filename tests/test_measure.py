@@ -384,3 +384,33 @@ def test_a_cache_deeper_than_memory_is_refused_before_building(monkeypatch):
     n = 10 ** 6
     assert cpu.cache_bytes(cfg, "f16", n) == (cfg.kv_bytes_per_token("f16", windowed=False) * n
                                                + cfg.kv_bytes_per_token("f16", windowed=True) * cfg.sliding_window)
+
+
+def test_points_past_the_native_positions_say_so():
+    # measure at a depth past the model's max_position_embeddings ran without a word; predicted records
+    # carry native_context and beyond_native, measured ones did not
+    hf = dict(tiny_qwen().hf)
+    hf.update(max_position_embeddings=20)
+    cfg = configs.load(hf)
+    recs = M.measure(cfg, layers="full", weights="f32", kv="f32", depths=(0, 16), n_prompt=6, n_gen=3, repeats=1,
+                     warmup=1, progress=False)
+    got = [(r["test"], r["n_depth"], r["native_context"], r["beyond_native"]) for r in recs]
+    # pp6 @16 reaches 22 positions, tg3 @16 reaches 19, the mem point holds 16
+    assert got == [("pp", 0, 20, False), ("tg", 0, 20, False), ("pp", 16, 20, True), ("tg", 16, 20, False),
+                   ("mem", 16, 20, False)]
+    for r in recs:
+        records.validate(r)
+
+
+def test_measure_command_notes_points_past_the_native_positions(tmp_path, capsys):
+    from glmbench import cli
+    hf = dict(tiny_qwen().hf)
+    hf.update(max_position_embeddings=20)
+    p = tmp_path / "config.json"
+    p.write_text(json.dumps(hf))
+    rc = cli.main(["measure", str(p), "--layers", "full", "--weights", "f32", "--kv", "f32", "--depths", "0,16",
+                   "--n-prompt", "6", "--n-gen", "3", "--repeats", "1", "-q", "--json"])
+    err = capsys.readouterr().err
+    assert rc == 0, err
+    assert "note: pp6@16 run past" in err and "native 20 positions" in err
+    assert "tg@16" not in err.split("note:")[1]          # tg3 @16 reaches 19 positions: within

@@ -82,18 +82,30 @@ def base_record(cfg, *, device: str, weights: str, kv: str, mla_strategy: str, r
              repetitions=int(repeats), n_layers=cfg.n_layers, glmbench_version=__version__, code_version=code,
              **extra)
     d["fingerprint"] = vocab.fingerprint("measured", cfg, d, settings or {})
+    # the model's native positions (derived from cfg, which the fingerprint holds: not hashed again), as
+    # the predicted records carry it; plan() flags each point past it (`beyond_native`)
+    d["native_context"] = getattr(cfg, "max_position_embeddings", None) or None
     return d
 
 
 def plan(base: dict, depths, tests, n_prompt: int, n_gen: int, **mem_extra) -> list[dict]:
+    """The points of a measurement: pp and tg at each depth, one mem point at the deepest. Each says
+    whether its context (depth + its prompt or its generated tokens; the depth for mem) is past the
+    model's native positions (`beyond_native`, as predicted records do: the timing is real, the model
+    was not trained that long)."""
+    native = base.get("native_context")
+    past = lambda context: bool(native) and context > native
     points = []
     for d in depths:
         if "pp" in tests:
-            points.append(dict(base, test="pp", n_prompt=int(n_prompt), n_gen=0, n_depth=int(d)))
+            points.append(dict(base, test="pp", n_prompt=int(n_prompt), n_gen=0, n_depth=int(d),
+                               beyond_native=past(int(d) + int(n_prompt))))
         if "tg" in tests:
-            points.append(dict(base, test="tg", n_prompt=0, n_gen=int(n_gen), n_depth=int(d)))
+            points.append(dict(base, test="tg", n_prompt=0, n_gen=int(n_gen), n_depth=int(d),
+                               beyond_native=past(int(d) + int(n_gen))))
     if "mem" in tests:
-        p = dict(base, test="mem", n_prompt=0, n_gen=0, n_depth=int(max(depths)), **mem_extra)
+        p = dict(base, test="mem", n_prompt=0, n_gen=0, n_depth=int(max(depths)), **mem_extra,
+                 beyond_native=past(int(max(depths))))
         if mem_extra:  # a mem point's own settings (the prefill of its workspace peak) are inputs too
             p["fingerprint"] = vocab.fingerprint(base.get("fingerprint"), mem_extra)
         points.append(p)
@@ -268,9 +280,14 @@ def unstable(records) -> list[dict]:
     return [r for r in records if r.get("stable") is False]
 
 
+def label(r: dict) -> str:
+    """A point as the user reads it: pp6@16, tg@16, mem@16."""
+    return f"{r.get('test')}@{r.get('n_depth')}" if r.get("test") != "pp" else f"pp{r.get('n_prompt')}@{r.get('n_depth')}"
+
+
 def warning_line(r: dict) -> str:
     """One line for the user about an unstable record."""
-    label = f"{r.get('test')}@{r.get('n_depth')}" if r.get("test") != "pp" else f"pp{r.get('n_prompt')}@{r.get('n_depth')}"
+    label_ = label(r)
     tries = f" after {r['attempts']} attempts" if r.get("attempts", 1) > 1 else ""
-    return (f"warning: {r.get('model')} {label} is unstable{tries}: {r.get('unstable_reason')} "
+    return (f"warning: {r.get('model')} {label_} is unstable{tries}: {r.get('unstable_reason')} "
             "(another process took the machine; rerun it on a quiet machine)")
