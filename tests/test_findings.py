@@ -197,6 +197,11 @@ def test_a_fake_profile_pair_is_found_or_not():
     assert "before 32K" in early["sentence"]
     # the headline names exactly the combination that reproduces it
     assert cross["headline"] == "reproduced by `fake-64k` on 1 card with gemma-3-27b"
+    # the summary's "~64K crossover" says its window and where this pair crosses (a 115K crossover
+    # was named "the ~64K crossover" with no depth)
+    hw_sentence = f["summary"][1]
+    assert "the ~64K crossover (a crossover between 32K and 128K) appears only with `fake-64k` and " \
+           "gemma-3-27b (≈ 64K), each with a sliding-window dense model" in hw_sentence, hw_sentence
     # a pair that cannot reproduce it anywhere: reported as reproduced by none
     f2 = fd.findings(study, dense=["qwen3-32b"], runtimes=[fast])
     c2 = next(r for r in f2["rows"] if r["key"] == "crossover")

@@ -522,12 +522,18 @@ def _summary(S: Search, likely) -> list[str]:
     (g_ctx, _), (d_ctx, d_cap) = S.usable_context(MLA_MODEL, rts[0], 1), S.usable_context(m, rts[0], 1)
     if ok:
         pairs = list(dict.fromkeys((r["runtime"], r["dense_model"]) for r in ok))
+        # where each crosses (its fewest cards'; "near 64K" spans NEAR_64K, so ~115K counts too: say it)
+        at = {}
+        for r in sorted(ok, key=lambda r: r["n_cards"]):
+            at.setdefault((r["runtime"], r["dense_model"]), r.get("crossover_depth"))
         windowed = all(configs.load(d).windowed_layers for _, d in pairs)
         eff = max(cx.mla_efficiency_of(S.rt[rt], S.study.mla_strategy) for rt, _ in pairs)
-        second = ("For a reader choosing hardware, the ~64K crossover appears only with "
-                  + "; ".join(f"`{rt}` and {d}" for rt, d in pairs[:4]) + (" ..." if len(pairs) > 4 else "")
-                  + (" (a sliding-window dense model" if windowed else " (")
-                  + f"{' and ' if windowed else ''}an MLA kernel at most {eff:.2f} of the card's bandwidth), "
+        second = ("For a reader choosing hardware, the ~64K crossover (a crossover between "
+                  f"{tokens_label(NEAR_64K[0])} and {tokens_label(NEAR_64K[1])}) appears only with "
+                  + "; ".join(f"`{rt}` and {d}" + (f" (≈ {approx_tokens(at[rt, d])})" if at.get((rt, d)) else "")
+                              for rt, d in pairs[:4]) + (" ..." if len(pairs) > 4 else "")
+                  + ", each with " + ("a sliding-window dense model and " if windowed else "")
+                  + f"an MLA kernel at most {eff:.2f} of the card's bandwidth; "
                   "elsewhere GLM-4.7-Flash keeps its lead")
     else:
         second = ("For a reader choosing hardware, no searched setup puts the crossover near 64K, so GLM-4.7-Flash "
