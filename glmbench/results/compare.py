@@ -130,20 +130,26 @@ def _gen_varies(files) -> bool:
     return False
 
 
-def _occurrences(records, key) -> dict:
-    """key -> the records of that point in file order (a file holding two runs has two)."""
+def _occurrences(records, key, keys=None) -> dict:
+    """key -> the records of that point in file order (a file holding two runs has two). `keys`: each record's
+    key where computed already (a record of a test in VALUE_FIELDS)."""
     m = {}
-    for r in records:
+    for i, r in enumerate(records):
         if r.get("test") in VALUE_FIELDS and _value(r) is not None:
-            m.setdefault(key(r), []).append(r)
+            m.setdefault(key(r) if keys is None else keys[i], []).append(r)
     return m
 
 
-def repeated_points(records: Sequence[dict], key=None) -> int:
-    """How many points a file holds more than once (two runs appended to one file)."""
-    key = key or (lambda r: vocab.join_key(r) + ((r.get("n_gen") or 1) if r.get("test") == "tg" else None,)
-                  + tuple(_h(r.get(f)) for f in SETUP_FIELDS))
-    return sum(1 for v in _occurrences(records, key).values() if len(v) > 1)
+def repeated_points(records: Sequence[dict], key=None, keys=None) -> int:
+    """How many points a file holds more than once (two runs appended to one file). `keys`: each record's
+    key, computed already."""
+    return sum(1 for v in _occurrences(records, key or _run_key, keys).values() if len(v) > 1)
+
+
+def _run_key(r):
+    """A record's point, its tg length and its setup: the same in two runs of one test."""
+    return vocab.join_key(r) + ((r.get("n_gen") or 1) if r.get("test") == "tg" else None,) + \
+        tuple(_h(r.get(f)) for f in SETUP_FIELDS)
 
 
 def compare(a: Sequence[dict], b: Sequence[dict], *more: Sequence[dict]) -> tuple[list[dict], dict]:
@@ -228,21 +234,20 @@ def summarize(records: Sequence[dict]) -> tuple[list[dict], list[str]]:
     recs = [rec.validate(r) for r in records]
     varying = [f for f in SHOW_FIELDS if len({_h(r.get(f)) for r in recs}) > 1]
 
-    def key(r):
-        return vocab.join_key(r) + ((r.get("n_gen") or 1) if r.get("test") == "tg" else None,) + \
-            tuple(_h(r.get(f)) for f in SETUP_FIELDS)
+    key = _run_key
     seen: dict = {}
-    runs = repeated_points(recs) > 0
+    # (each record's key once: repeated_points's, with its own key, and the rows' each computed it again)
+    keys = [key(r) if r.get("test") in VALUE_FIELDS else None for r in recs]
+    runs = repeated_points(recs, keys=keys) > 0
     banded = any(x.get("cv_error") is not None for x in recs)   # (once: per record made a file quadratic)
     rows = []
-    for r in recs:
+    for r, k in zip(recs, keys):
         t = r.get("test")
         if t not in VALUE_FIELDS:
             continue
         v = _value(r)
         row = {"model": r.get("model") or "?", "test": test_label(r)}
         if runs:   # a point the file holds more than once: which time this is
-            k = key(r)
             seen[k] = seen.get(k, 0) + 1
             row["run"] = seen[k]
         for f in varying:
@@ -282,6 +287,8 @@ def summarize(records: Sequence[dict]) -> tuple[list[dict], list[str]]:
 
 def _h(v):
     # CSV cannot tell an empty string from a missing value: both mean "not set" here
+    if v is None:
+        return None     # (the commonest value of a setup field, told without a comparison)
     if v == "":
         return None
     return json.dumps(v, sort_keys=True) if isinstance(v, (dict, list)) else v

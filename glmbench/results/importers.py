@@ -365,6 +365,11 @@ def _same_result(r: dict, q: dict) -> bool:
     return all(r.get(k) == q.get(k) for k in ("test", "n_prompt", "n_gen", "n_depth", "model"))
 
 
+# fields whose text _once_each buckets records by (two records with a different text in one are not one result)
+_REPEAT_TEXT = ("model", "device", "weights", "backend", "type_k", "type_v", "test_time", "build_commit", "label",
+                "runtime")
+
+
 def _once_each(recs: list, ctx) -> list:
     """`recs` with a result pasted twice (llama-bench's md table pasted again, its jsonl lines or json array
     twice) kept once, the first, and a notice that says where the repeat was; runs of the same test with other
@@ -372,7 +377,11 @@ def _once_each(recs: list, ctx) -> list:
     they state: _read_bench_output_and_tables keeps the record.)"""
     out, repeats, buckets = [], [], {}
     for r in recs:
-        key = (r.get("test"), r.get("n_prompt"), r.get("n_gen"), r.get("n_depth"), r.get("n_streams"))
+        # a result's point and the text of its fields that tell runs apart: alike in a repeat (_same_result), so a
+        # record is checked only against the earlier ones that may be it (not every earlier one of its point: many
+        # runs, cards or models at one point, a scoreboard's, made a large file quadratic)
+        key = (r.get("test"), r.get("n_prompt"), r.get("n_gen"), r.get("n_depth"), r.get("n_streams"),
+               *(v if isinstance(v, str) else None for v in map(r.get, _REPEAT_TEXT)))
         first = next((q for q in buckets.get(key, ()) if _same_result(q, r)), None)
         if first is not None:
             repeats.append((r.get("source"), first.get("source")))
@@ -634,6 +643,8 @@ def _read_bench_output_and_tables(split, ctx):
 def _without_log_lines(text: str) -> str:
     """`text` with llama.cpp's / ggml's log lines (is_log_line: llama-bench's --progress lines, a model's load
     log) left blank, line for line; `text` itself where it has none."""
+    if not (_LOG_START.search("\n" + text) or _LOG_STAMP.search(text)):
+        return text     # (no line starts as a log line can: no pass of LOG_LINE over every line of a large file)
     lines = text.split("\n")
     if not any(map(LOG_LINE.match, lines)):
         return text     # (is_log_line needs LOG_LINE's match: the lines matched without a call each)
@@ -706,7 +717,9 @@ def _embedded_json(text: str):
 def _detect_pasted(text) -> str | None:
     """The first table's kind, or a vLLM/SGLang console block; None when the text has neither."""
     lines, tab_heads = _unquote_tabs(text)   # (once: per check, eight passes over every line of a large file)
-    for header in _md_headers_of(lines, tab_heads):   # the first benchmark table (not a SYCL device list printed above it)
+    # the first benchmark table (not a SYCL device list printed above it); a line that starts with a pipe is the
+    # text's own, or a table _unquote_tabs wrote, which it names in tab_heads
+    for header in (_md_headers_of(lines, tab_heads) if "|" in text or tab_heads else ()):
         cells = {c.strip() for c in header}
         if {"PP", "TG", "N_KV", "S_PP t/s", "S_TG t/s"} <= cells:
             return "batched-bench-md" if "B" in cells else "sweep-bench-md"
@@ -714,7 +727,9 @@ def _detect_pasted(text) -> str | None:
             return "llama-bench-md"
     # each check below goes over the lines only where the words its pattern cannot match without are in them
     # (_DETECT_WORDS: one pass over the whole text each, not one per line)
-    whole = "\n".join(lines)
+    # (a text _unquote_tabs rewrites nothing of, ASCII without a quote, pipe, tab, tag or escape, holds each word
+    # where its lines' join does: no word holds a line end; a large file is not joined again)
+    whole = text if text.isascii() and not any(c in text for c in "\\>|\t<") else "\n".join(lines)
     low = whole.lower()
     has = {k: w in (low if folded else whole) for k, (w, folded) in _DETECT_WORDS.items()}
     if has["serve"] and any(_SERVE_START.match(ln.strip()) for ln in lines):
@@ -754,9 +769,11 @@ _DETECT_WORDS = {
 
 def _detect_json(s, path, first_line) -> str:
     if s[0] == "[":
-        if _another_list_follows(s):   # llama-bench's -o json array pasted twice (or two runs' arrays): _json_items
+        first, end = _first_list(s)
+        if _another_list_follows(s, first, end):   # llama-bench's -o json array pasted twice (or two runs' arrays): _json_items
             return "llama-bench-json"
-        data = _json_or_fail(s, path, first_line)
+        # (the list just decoded where only JSON's whitespace follows it, as json.loads would: not decoded twice)
+        data = first if end is not None and not s[end:].strip(" \t\n\r") else _json_or_fail(s, path, first_line)
         if not isinstance(data, list):
             _fail(path, first_line, "a JSON value that is not a list of records")
         objs = [o for o in data if isinstance(o, dict)]
@@ -1442,6 +1459,9 @@ _GROUPED = re.compile(r"[+-]?\d{1,3}(?:,\d{3})+(?:\.\d*)?")
 
 
 def _num(ctx, line, field, v, *, integer=False, required=True, positive=False, minimum=None):
+    if type(v) is int and -2 ** 53 <= v <= 2 ** 53 and (minimum is None or v >= minimum) and (v > 0 or not positive):
+        return v if integer else float(v)   # (a JSON integer that passes every check below, as they would return
+                                            # it: a large file has millions)
     if v is None or v == "":
         if required:
             _fail(ctx.path, line, f"field `{field}` is missing")
@@ -1537,10 +1557,14 @@ def _hardware_key(device: str | None) -> str | None:
 _RIG_MEMO: dict = {}    # _rig's answers during one read_text (a large file states the same rig on every record)
 
 
+_RIG_TYPES = frozenset((type(None), str, int, float, bool))     # values _rig remembers its answer for
+
+
 def _rig(gpu_info, cpu_info, devices, split_mode, main_gpu=None) -> dict:
     key = (gpu_info, cpu_info, devices, split_mode, main_gpu)
-    if all(x is None or type(x) in (str, int, float, bool) for x in key):
-        key = tuple((type(x), x) for x in key)      # (1 and True and 1.0 are one key otherwise)
+    types = tuple(map(type, key))
+    if _RIG_TYPES.issuperset(types):
+        key = (types, key)      # (1 and True and 1.0 are one key otherwise)
         got = _RIG_MEMO.get(key)
         if got is None:
             if len(_RIG_MEMO) >= 1024:
@@ -1699,7 +1723,7 @@ def _llama_bench_record(o: dict, ctx, line, meta: dict | None = None) -> dict:
                 r["backend"] = hip
                 inferred["backend"] = (f"{hip} (the field cuda = 1 of a build before `backends`, on "
                                        f"{o.get('gpu_info')!r}: ggml-cuda built for {hip} sets GGML_USE_CUDA)")
-    ik = sorted(k for k in o if k in _IK_ONLY_FIELDS)
+    ik = sorted(_IK_ONLY_FIELDS.intersection(o))
     if ik or r["weights"] in vocab.IK_FORMATS:
         # ik_llama.cpp's llama-bench prints as mainline's but for its own options and types
         r["tool"] = "llama-bench (ik_llama.cpp)"
@@ -2462,6 +2486,13 @@ LOG_LINE = re.compile(
     r"|\.{3,}\s*$)")                                            # the model load's dots
 
 
+# what a line LOG_LINE matches starts with, after its spaces: a level letter or the first letter of one of its words,
+# or its timestamp (a line that starts otherwise, each of a JSON file's, is none): looked for in the whole text, they
+# rule out every line at once (tests/test_importers_speed.py checks them against LOG_LINE)
+_LOG_START = re.compile(r"\n\s*[IWEDTlgcmsrpbwq.]")
+_LOG_STAMP = re.compile(r"\.\d{2}\.\d{3}\.\d{3}\s")
+
+
 def is_log_line(line: str) -> bool:
     """`line` is one of llama.cpp's / ggml's log lines (LOG_LINE), not a table's end; llama-bench's `build:`
     footer is none (it ends the table)."""
@@ -2513,9 +2544,15 @@ def _unquote(text: str) -> list[str]:
 def _unquote_tabs(text: str) -> tuple[list[str], set]:
     """_unquote's lines and the indexes of the header lines of tables copied from a rendered page
     (which have no separator line under them)."""
-    out, heads = _tab_tables(_outer_pipes([_plain_line(_QUOTE.sub("", ln) if ">" in ln else ln)
-                                           for ln in text.splitlines()]))
-    return _html_tables(out, heads)
+    lines = text.splitlines()
+    if not (text.isascii() and "\\" not in text):
+        lines = [_plain_line(_QUOTE.sub("", ln) if ">" in ln else ln) for ln in lines]
+    elif ">" in text:   # (_plain_line keeps an ASCII line without a backslash as it is: no call per line)
+        lines = [_QUOTE.sub("", ln) if ">" in ln else ln for ln in lines]
+    if "|" in text:     # (a pipe-less table's header has a pipe, a copied one a tab: else no pass rewrites a line)
+        lines = _outer_pipes(lines)
+    out, heads = _tab_tables(lines) if "\t" in text else (lines, set())
+    return _html_tables(out, heads) if "<" in text else (out, heads)     # (an HTML table has a `<`)
 
 
 _HTML_CELL = re.compile(r"<t([hd])\b[^>]*>(.*?)</t[hd]\s*>", re.I | re.S)
@@ -4500,13 +4537,21 @@ def _first_object(s, path, line0):
     return obj
 
 
-def _another_list_follows(s: str) -> bool:
-    """`s` starts with a JSON list of llama-bench's records and another list starts after it (its -o json array
-    pasted twice, or two runs' arrays)."""
+def _first_list(s: str) -> tuple:
+    """(the JSON value `s` starts with, the index after it), or (None, None) where it starts with none."""
     try:
-        first, end = json.JSONDecoder().raw_decode(s)
+        return json.JSONDecoder().raw_decode(s)
     except json.JSONDecodeError:
-        return False
+        return None, None
+
+
+def _another_list_follows(s: str, first=None, end=None) -> bool:
+    """`s` starts with a JSON list of llama-bench's records and another list starts after it (its -o json array
+    pasted twice, or two runs' arrays). `first`, `end`: _first_list(s), where decoded already."""
+    if end is None:
+        first, end = _first_list(s)
+        if end is None:
+            return False
     objs = [o for o in first if isinstance(o, dict)] if isinstance(first, list) else []
     return bool(objs) and _is_llama_bench(objs[0]) and s[end:].lstrip().startswith("[")
 
