@@ -131,6 +131,32 @@ def test_a_write_killed_by_a_signal_leaves_no_temp_file_behind(tmp_path):
     assert st.records[0]["avg_ts"] == 2.0
 
 
+def test_a_file_name_as_long_as_the_file_system_allows_is_written_and_its_temps_cleaned(tmp_path):
+    """An --out whose name is 250 bytes (a file system takes 255): the temp file's prefix (and the lock
+    file's) made those names too long, so every write failed, "File name too long" naming a temp file,
+    after the sweep had priced its points. Now the file is written and resumed through the CLI, and a
+    writer killed mid-write leaves a temp file that the next write removes."""
+    name = "r" * 245 + ".json"
+    out = str(tmp_path / name)
+    args = [sys.executable, "-m", "glmbench", "sweep", "--model", "qwen3-32b", "--cards", "1", "--depths", "1K",
+            "--tests", "tg", "--quiet", "--out", name]
+    r = subprocess.run(args, env=_env(), cwd=str(tmp_path), capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert len(rec.read_records(out)) == 1
+    r = subprocess.run(args, env=_env(), cwd=str(tmp_path), capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0 and "1 reused" in r.stderr, r.stderr
+    p = subprocess.Popen([sys.executable, "-c", KILLED_WRITER, out], env=_env(), stdout=subprocess.PIPE, text=True)
+    assert p.stdout.readline().strip() == "writing"
+    p.send_signal(signal.SIGKILL)
+    p.wait(timeout=30)
+    p.stdout.close()
+    assert len([n for n in os.listdir(tmp_path) if n.startswith(".tmp-")]) == 1
+    st = rec.ResultStore(out, lambda r: (r["test"], r.get("n_depth")))
+    st.add({"evidence": "measured", "test": "tg", "n_depth": 1, "avg_ts": 2.0})
+    assert [n for n in os.listdir(tmp_path) if n.startswith(".tmp-")] == []
+    assert len(rec.read_records(out)) == 2
+
+
 def test_a_killed_sweep_leaves_a_readable_file_and_the_next_run_cleans(tmp_path):
     """A sweep SIGKILLed while it runs: the file (if written) is whole, no temp file survives the
     next run, which completes the grid."""
