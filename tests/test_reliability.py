@@ -573,3 +573,38 @@ def test_only_this_machines_dead_writers_temps_are_removed(tmp_path):
         f.write_text("[")
     rec.write_records(str(out), [{"evidence": "measured"}])
     assert not mine.exists() and other_host.exists() and other_file.exists()
+
+
+OTHER_USER_WRITER = textwrap.dedent("""
+    import os, sys
+    import encodings.utf_8_sig   # (loaded lazily, and nobody may not read the Python install)
+    from glmbench.results import records as rec
+    if os.getuid() == 0:          # root ignores file modes: be another user, as a colleague is (after the imports)
+        os.setgid(65534)
+        os.setuid(65534)
+    st = rec.ResultStore(sys.argv[1], lambda r: (r["who"],))
+    st.add({"evidence": "measured", "who": "b", "avg_ts": 2.0})
+""")
+
+
+def test_a_second_user_writes_into_a_shared_records_file(tmp_path):
+    """Two users writing into one results file in a folder both may write (a group's shared folder): the
+    first one's sidecar lock file got 0644 (the usual umask), and every later writer of another user failed
+    "Permission denied: .r.json.lock" before writing anything. The lock is taken on a descriptor open for
+    reading then, and both users' records end in the file."""
+    import tempfile
+    shared = tempfile.mkdtemp(prefix="glmbench-shared-")   # (tmp_path's parents are the test user's alone)
+    try:
+        os.chmod(shared, 0o777)
+        out = os.path.join(shared, "r.json")
+        rec.ResultStore(out, lambda r: (r["who"],)).add({"evidence": "measured", "who": "a", "avg_ts": 1.0})
+        os.chmod(out, 0o666)   # (the file: mode of the folder's umask; only the lock file is in question)
+        os.chmod(rec.lock_path(out), 0o444)   # what another user sees of a 0644 file: no write permission
+        env = dict(_env(), PYTHONDONTWRITEBYTECODE="1")
+        r = subprocess.run([sys.executable, "-c", OTHER_USER_WRITER, out], env=env, cwd=shared,
+                           capture_output=True, text=True, timeout=60)
+        assert r.returncode == 0, r.stderr
+        assert sorted(x["who"] for x in rec.read_records(out)) == ["a", "b"]
+    finally:
+        import shutil
+        shutil.rmtree(shared, ignore_errors=True)

@@ -230,7 +230,13 @@ def locked(path: str | os.PathLike):
         return
     lp = lock_path(path)
     os.makedirs(os.path.dirname(lp), exist_ok=True)
-    fd = os.open(lp, os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o666)
+    flags = os.O_CREAT | getattr(os, "O_CLOEXEC", 0)
+    try:
+        fd = os.open(lp, os.O_RDWR | flags, 0o666)
+    except PermissionError:
+        # another user's lock file (0644 under the usual umask) in a folder both write into: flock takes a
+        # descriptor open for reading (every writer but the first failed "Permission denied: .<name>.lock")
+        fd = os.open(lp, os.O_RDONLY | flags)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
         yield
