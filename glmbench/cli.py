@@ -26,6 +26,7 @@ import json
 import os
 import re
 import signal
+import stat
 import sys
 import tempfile
 
@@ -171,6 +172,25 @@ def _check_folder(folder: str, opt: str, shown: str | None = None) -> None:
         raise UserError(f"{opt} {shown or repr(folder)}: cannot write in {probe} ({e.strerror or e})") from None
 
 
+def _check_regular(path: str, opt: str) -> None:
+    """An existing output (through its symbolic links) must be a plain file, --force or not: a named pipe
+    was opened to be checked, and the command waited for a writer for ever (after a Ctrl-C it said the
+    finished points were saved there); a link to a device (/dev/null) would have had the device replaced by
+    a file. glmbench writes whole files and renames them into place."""
+    real = rec._through_links(path)
+    try:
+        mode = os.stat(real).st_mode
+    except OSError:
+        return   # not there (a dangling link: written through it)
+    if stat.S_ISREG(mode) or stat.S_ISDIR(mode):
+        return   # (a folder: each caller says so in its own words)
+    what = ("a named pipe (FIFO)" if stat.S_ISFIFO(mode) else "a socket" if stat.S_ISSOCK(mode)
+            else "a device" if stat.S_ISCHR(mode) or stat.S_ISBLK(mode) else "not a regular file")
+    shown = repr(path) + (f" (a link to {real})" if real != path else "")
+    raise UserError(f"{opt} {shown} is {what}; glmbench writes a whole file and renames it into place, so it "
+                    "cannot write there (give a file name)")
+
+
 def _not_a_result(path: str) -> str | None:
     """Why the existing file `path` is not a glmbench records file (None when it is one, or empty)."""
     try:
@@ -204,6 +224,7 @@ def _check_out_file(path: str, opt: str = "--out", force: bool = False, suffixes
         raise UserError(f"{opt} must end in {' or '.join(suffixes)}, got {path!r}")
     if os.path.isdir(path):
         raise UserError(f"{opt} {path!r} is a folder; give a file name ending in {' or '.join(suffixes)}")
+    _check_regular(path, opt)
     _check_folder(os.path.dirname(path) or ".", opt, repr(path))
     f = _input_of(path, inputs)
     if f is not None:
@@ -284,6 +305,7 @@ def _check_own_out(path: str, opt: str, force: bool, *, kind: str, ours, inputs=
         raise UserError(f"{opt} must end in {' or '.join(suffixes)}, got {path!r}")
     if os.path.isdir(path):
         raise UserError(f"{opt} {path!r} is a folder; give a file name")
+    _check_regular(path, opt)
     _check_folder(os.path.dirname(path) or ".", opt, repr(path))
     if not os.path.exists(path):
         return
@@ -949,6 +971,7 @@ def _check_profile_out(path: str, inputs, force: bool, others=()) -> None:
         raise UserError(f"--out must end in .json (a runtime profile), got {path!r}")
     if os.path.isdir(path):
         raise UserError(f"--out {path!r} is a folder; give a file name ending in .json")
+    _check_regular(path, "--out")
     _check_folder(os.path.dirname(path) or ".", "--out", repr(path))
     if not os.path.exists(path):
         return

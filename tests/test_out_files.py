@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import stat
 import subprocess
 import sys
 import time
@@ -687,3 +688,23 @@ def test_a_file_named_like_an_option_gets_a_hint(capsys, tmp_path, monkeypatch):
     assert rc == 0, err
     rc, _, err = run(capsys, "compare", "-nofile.json")
     assert "starts with '-'" not in one_line_error(rc, err)
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="named pipes")
+def test_an_out_that_is_a_named_pipe_or_a_link_to_one_is_one_error(tmp_path):
+    """`--out` an existing named pipe (or a symbolic link to one; to a device alike): it was opened to check
+    whether it held records, and the command waited for a writer for ever (on Ctrl-C it said the finished
+    points were saved in it); with --force or through a link to a device node, the node was replaced by a
+    plain file. Now one error before any work, --force or not, and the pipe is left as it was."""
+    fifo = tmp_path / "p.json"
+    os.mkfifo(fifo)
+    (tmp_path / "l.json").symlink_to(fifo)
+    for out, extra in (("p.json", []), ("p.json", ["--force"]), ("l.json", [])):
+        r = subprocess.run([sys.executable, "-m", "glmbench"] + SWEEP + ["--depths", "1K", "--out", out] + extra,
+                           env=_env(), cwd=str(tmp_path), capture_output=True, text=True, timeout=20)
+        line = one_line_error(r.returncode, r.stderr)
+        assert "is a named pipe (FIFO)" in line and repr(out) in line
+        assert stat.S_ISFIFO(os.stat(fifo).st_mode)
+    r = subprocess.run([sys.executable, "-m", "glmbench", "calibrate", "m.json", "--out", "p.json"], env=_env(),
+                       cwd=str(tmp_path), capture_output=True, text=True, timeout=20)
+    assert "is a named pipe (FIFO)" in one_line_error(r.returncode, r.stderr)

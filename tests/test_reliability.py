@@ -131,6 +131,32 @@ def test_a_write_killed_by_a_signal_leaves_no_temp_file_behind(tmp_path):
     assert st.records[0]["avg_ts"] == 2.0
 
 
+def test_a_file_name_as_long_as_the_file_system_allows_is_written_and_its_temps_cleaned(tmp_path):
+    """An --out whose name is 250 bytes (a file system takes 255): the temp file's prefix (and the lock
+    file's) made those names too long, so every write failed, "File name too long" naming a temp file,
+    after the sweep had priced its points. Now the file is written and resumed through the CLI, and a
+    writer killed mid-write leaves a temp file that the next write removes."""
+    name = "r" * 245 + ".json"
+    out = str(tmp_path / name)
+    args = [sys.executable, "-m", "glmbench", "sweep", "--model", "qwen3-32b", "--cards", "1", "--depths", "1K",
+            "--tests", "tg", "--quiet", "--out", name]
+    r = subprocess.run(args, env=_env(), cwd=str(tmp_path), capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert len(rec.read_records(out)) == 1
+    r = subprocess.run(args, env=_env(), cwd=str(tmp_path), capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0 and "1 reused" in r.stderr, r.stderr
+    p = subprocess.Popen([sys.executable, "-c", KILLED_WRITER, out], env=_env(), stdout=subprocess.PIPE, text=True)
+    assert p.stdout.readline().strip() == "writing"
+    p.send_signal(signal.SIGKILL)
+    p.wait(timeout=30)
+    p.stdout.close()
+    assert len([n for n in os.listdir(tmp_path) if n.startswith(".tmp-")]) == 1
+    st = rec.ResultStore(out, lambda r: (r["test"], r.get("n_depth")))
+    st.add({"evidence": "measured", "test": "tg", "n_depth": 1, "avg_ts": 2.0})
+    assert [n for n in os.listdir(tmp_path) if n.startswith(".tmp-")] == []
+    assert len(rec.read_records(out)) == 2
+
+
 def test_a_killed_sweep_leaves_a_readable_file_and_the_next_run_cleans(tmp_path):
     """A sweep SIGKILLed while it runs: the file (if written) is whole, no temp file survives the
     next run, which completes the grid."""
@@ -547,3 +573,38 @@ def test_only_this_machines_dead_writers_temps_are_removed(tmp_path):
         f.write_text("[")
     rec.write_records(str(out), [{"evidence": "measured"}])
     assert not mine.exists() and other_host.exists() and other_file.exists()
+
+
+OTHER_USER_WRITER = textwrap.dedent("""
+    import os, sys
+    import encodings.utf_8_sig   # (loaded lazily, and nobody may not read the Python install)
+    from glmbench.results import records as rec
+    if os.getuid() == 0:          # root ignores file modes: be another user, as a colleague is (after the imports)
+        os.setgid(65534)
+        os.setuid(65534)
+    st = rec.ResultStore(sys.argv[1], lambda r: (r["who"],))
+    st.add({"evidence": "measured", "who": "b", "avg_ts": 2.0})
+""")
+
+
+def test_a_second_user_writes_into_a_shared_records_file(tmp_path):
+    """Two users writing into one results file in a folder both may write (a group's shared folder): the
+    first one's sidecar lock file got 0644 (the usual umask), and every later writer of another user failed
+    "Permission denied: .r.json.lock" before writing anything. The lock is taken on a descriptor open for
+    reading then, and both users' records end in the file."""
+    import tempfile
+    shared = tempfile.mkdtemp(prefix="glmbench-shared-")   # (tmp_path's parents are the test user's alone)
+    try:
+        os.chmod(shared, 0o777)
+        out = os.path.join(shared, "r.json")
+        rec.ResultStore(out, lambda r: (r["who"],)).add({"evidence": "measured", "who": "a", "avg_ts": 1.0})
+        os.chmod(out, 0o666)   # (the file: mode of the folder's umask; only the lock file is in question)
+        os.chmod(rec.lock_path(out), 0o444)   # what another user sees of a 0644 file: no write permission
+        env = dict(_env(), PYTHONDONTWRITEBYTECODE="1")
+        r = subprocess.run([sys.executable, "-c", OTHER_USER_WRITER, out], env=env, cwd=shared,
+                           capture_output=True, text=True, timeout=60)
+        assert r.returncode == 0, r.stderr
+        assert sorted(x["who"] for x in rec.read_records(out)) == ["a", "b"]
+    finally:
+        import shutil
+        shutil.rmtree(shared, ignore_errors=True)

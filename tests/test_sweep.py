@@ -92,3 +92,21 @@ def test_predict_errors():
         sweep.predict(["qwen3-32b"], ["rtx-3090"], DEPTHS)
     with pytest.raises(ValueError, match="neither a built-in"):
         sweep.predict(["qwen9"], SETUPS, DEPTHS)
+
+
+def test_a_point_asked_for_twice_is_one_record_and_the_resume_line_adds_up(tmp_path, capsys):
+    """`glmbench sweep --model qwen3-32b --model qwen3-32b --tests tg,tg --out F.json`: each point was priced
+    and returned twice while the file held it once, and the last line said "wrote 4 records ... the file holds
+    1 records (-3 of points outside this run)". Now one record per point, on stdout and in the file."""
+    from glmbench import cli
+    out = str(tmp_path / "s.json")
+    args = ["sweep", "--model", "qwen3-32b", "--model", "qwen3-32b", "--cards", "1", "--depths", "1K,2K",
+            "--tests", "tg,tg,mem", "--quiet", "--json", "--out", out]
+    assert cli.main(args) == 0
+    cap = capsys.readouterr()
+    printed = json.loads(cap.out)
+    assert len(printed) == 4 and len({sweep._key(r) for r in printed}) == 4
+    assert "wrote 4 records" in cap.err and "the file holds 4 records" in cap.err and "outside" not in cap.err
+    assert records.read_records(out) == printed
+    recs = sweep.predict(["qwen3-32b", "qwen3-32b"], [dict(rig="rtx-3090")], [1024, 1024], ("tg", "tg"))
+    assert len(recs) == 1

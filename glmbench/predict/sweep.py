@@ -156,6 +156,8 @@ def predict(models, setups, depths: Sequence[int], tests: Sequence[str] = ("tg",
     if progress:
         it = tqdm(grid, desc="predict", unit="setup")
     recs: list[dict] = []
+    seen: set = set()    # the points priced: one asked for twice (a model or a test named twice) is one record,
+    # as the file holds it (two made "wrote 2 records ... the file holds 1 records (-1 of points outside this run)")
     saved = 0            # recs[:saved] are in the file
     since = cost = 0.0   # when the last save ended, and how long it took
     try:
@@ -163,7 +165,10 @@ def predict(models, setups, depths: Sequence[int], tests: Sequence[str] = ("tg",
             base = setup_fields(s)
             for t in tests:
                 for d in depths:
-                    recs.extend(_point(s, t, d, base, n_prompt, n_gen, n_streams, concurrency, done))
+                    for r in _point(s, t, d, base, n_prompt, n_gen, n_streams, concurrency, done):
+                        if _key(r) not in seen:
+                            seen.add(_key(r))
+                            recs.append(r)
             if on_setup is not None:
                 on_setup()
             # an atomic rewrite of the whole file, under its lock and merged with what it holds now

@@ -125,8 +125,9 @@ def _create_beside(path: str) -> tuple[int, str]:
     folder = os.path.dirname(os.path.abspath(path))
     os.makedirs(folder, exist_ok=True)
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0) | getattr(os, "O_CLOEXEC", 0)
+    tag = _tmp_tag(folder, os.path.basename(path))
     for _ in range(100):
-        tmp = os.path.join(folder, f".tmp-{_HOST}-{os.getpid()}-{secrets.token_hex(4)}-{os.path.basename(path)}")
+        tmp = os.path.join(folder, f".tmp-{_HOST}-{os.getpid()}-{secrets.token_hex(4)}-{tag}")
         try:
             return os.open(tmp, flags, 0o666), tmp
         except FileExistsError:
@@ -138,6 +139,33 @@ def _create_beside(path: str) -> tuple[int, str]:
 # another machine writing into the same network folder
 _TMP_RE = re.compile(r"^\.tmp-([0-9a-f]{8})-(\d+)-[0-9a-f]{8}-(.+)$")
 _HOST = hashlib.sha256(socket.gethostname().encode()).hexdigest()[:8]
+# a temp file's name before its file's name: ".tmp-" host "-" pid (up to 10 digits) "-" random "-"
+_TMP_PREFIX_MAX = len(".tmp-") + 8 + 1 + 10 + 1 + 8 + 1
+
+
+def _name_max(folder: str) -> int:
+    """The longest file name (bytes) the folder's file system takes (255 where it does not say)."""
+    try:
+        return int(os.pathconf(folder, "PC_NAME_MAX")) or 255
+    except (OSError, ValueError, AttributeError):
+        return 255
+
+
+def _fit_name(name: str, room: int) -> str:
+    """`name`, or where it is longer than `room` bytes, its head and a hash of the whole: a name as long
+    as the file system allows (255 bytes) left no room for the temp file's or the lock file's prefix, so
+    every write of it failed ("File name too long" naming a temp file) after the work was done. The same
+    name always gives the same result, so every writer of a file finds the one lock and the temps."""
+    b = os.fsencode(name)
+    if len(b) <= room:
+        return name
+    digest = hashlib.sha256(b).hexdigest()[:16]
+    return b[:max(0, room - len(digest) - 1)].decode("utf-8", "ignore") + "~" + digest
+
+
+def _tmp_tag(folder: str, base: str) -> str:
+    """What a temp file of `base` in `folder` ends with: `base`, shortened where the name would be too long."""
+    return _fit_name(base, _name_max(folder) - _TMP_PREFIX_MAX)
 
 
 def _pid_alive(pid: int) -> bool:
@@ -156,7 +184,7 @@ def clean_stale_temps(path: str | os.PathLike) -> list[str]:
     writer's temp file, and another machine's, are never touched. Returns the removed paths."""
     path = os.fspath(path)
     folder = os.path.dirname(os.path.abspath(path))
-    base = os.path.basename(path)
+    tag = _tmp_tag(folder, os.path.basename(path))
     removed = []
     try:
         names = os.listdir(folder)
@@ -164,7 +192,7 @@ def clean_stale_temps(path: str | os.PathLike) -> list[str]:
         return removed
     for n in names:
         m = _TMP_RE.match(n)
-        if m is None or m.group(3) != base or m.group(1) != _HOST or _pid_alive(int(m.group(2))):
+        if m is None or m.group(3) != tag or m.group(1) != _HOST or _pid_alive(int(m.group(2))):
             continue
         try:
             os.unlink(os.path.join(folder, n))
@@ -188,7 +216,8 @@ def lock_path(path: str | os.PathLike) -> str:
     """The sidecar lock file of `path`: `.<name>.lock` in the same folder (the folder of the file
     itself where `path` is a symbolic link: writers through any of its names take the one lock)."""
     path = os.path.abspath(_through_links(os.fspath(path)))
-    return os.path.join(os.path.dirname(path), f".{os.path.basename(path)}.lock")
+    folder = os.path.dirname(path)
+    return os.path.join(folder, f".{_fit_name(os.path.basename(path), _name_max(folder) - len('..lock'))}.lock")
 
 
 @contextlib.contextmanager
@@ -201,7 +230,13 @@ def locked(path: str | os.PathLike):
         return
     lp = lock_path(path)
     os.makedirs(os.path.dirname(lp), exist_ok=True)
-    fd = os.open(lp, os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o666)
+    flags = os.O_CREAT | getattr(os, "O_CLOEXEC", 0)
+    try:
+        fd = os.open(lp, os.O_RDWR | flags, 0o666)
+    except PermissionError:
+        # another user's lock file (0644 under the usual umask) in a folder both write into: flock takes a
+        # descriptor open for reading (every writer but the first failed "Permission denied: .<name>.lock")
+        fd = os.open(lp, os.O_RDONLY | flags)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
         yield
