@@ -44,6 +44,22 @@ def test_rewrite_keeps_content_atomic_and_mode(tmp_path, umask):
     assert len(rec.read_records(p)) == 2 and mode(p) == 0o644
 
 
+def test_a_rewrite_keeps_the_mode_the_user_gave_the_file(tmp_path, umask):
+    # a results file made private (chmod 600) became 0644 on the next resumed run: os.replace put the
+    # temp file's umask mode in its place; open(path, "w") would have kept it
+    p = tmp_path / "r.json"
+    rec.write_records(p, [POINT])
+    os.chmod(p, 0o600)
+    rec.write_records(p, [POINT, dict(POINT, n_depth=1)])
+    assert mode(p) == 0o600
+    store = rec.ResultStore(p, key=lambda r: (r["test"], r["n_depth"]))
+    store.add(dict(POINT, n_depth=2))
+    assert mode(p) == 0o600 and len(rec.read_records(p)) == 3
+    os.chmod(p, 0o640)
+    rec.atomic_write_text(p, "[]\n")
+    assert mode(p) == 0o640
+
+
 def test_a_failed_write_leaves_no_temp_file(tmp_path, umask):
     def boom(f):
         f.write("half")

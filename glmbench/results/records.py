@@ -41,6 +41,7 @@ import hashlib
 import re
 import secrets
 import socket
+import stat
 from typing import Callable, Iterable, Sequence
 
 try:
@@ -246,8 +247,9 @@ def locked(path: str | os.PathLike):
 
 def atomic_write(path: str | os.PathLike, write: Callable, *, binary: bool = False) -> str:
     """Write a file atomically: `write(f)` fills a temp file in the same folder, which is fsynced
-    and renamed over `path`, so a reader never sees half a file. The file gets the mode an
-    ordinary new file gets (0o666 less the umask). Temp files of `path` that killed writers left
+    and renamed over `path`, so a reader never sees half a file. A new file gets the mode an
+    ordinary new file gets (0o666 less the umask); a file that exists keeps its mode, as
+    `open(path, "w")` keeps it (a results file made private with chmod 600 became 0644). Temp files of `path` that killed writers left
     are removed first (clean_stale_temps). Where `path` is a symbolic link, the file it leads to is
     written (the link stays). Returns the path."""
     path = os.fspath(path)
@@ -255,6 +257,10 @@ def atomic_write(path: str | os.PathLike, write: Callable, *, binary: bool = Fal
     clean_stale_temps(target)
     fd, tmp = _create_beside(target)
     try:
+        try:
+            os.fchmod(fd, stat.S_IMODE(os.stat(target).st_mode))
+        except FileNotFoundError:
+            pass
         with (os.fdopen(fd, "wb") if binary else os.fdopen(fd, "w", newline="")) as f:
             write(f)
             f.flush()
