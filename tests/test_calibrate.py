@@ -420,3 +420,31 @@ def test_calibrate_shows_a_bar_over_every_fit_and_quiet_hides_it(tmp_path, capsy
     a, b = json.loads(out.read_text()), json.loads((tmp_path / "q.json").read_text())
     a.pop("name", None), b.pop("name", None)
     assert a["calibration"]["points"] == b["calibration"]["points"]
+
+
+@pytest.mark.parametrize("edit, match", [
+    ({"loo_mape": "2%"}, r"calibration\.loo_mape` must be a fraction >= 0"),
+    ({"loo_mape": -0.5}, r"calibration\.loo_mape` must be a fraction >= 0"),
+    ({"mape": float("nan")}, r"calibration\.mape` must be a fraction"),
+    ({"cv_folds": "ten"}, r"calibration\.cv_folds` must be a whole number >= 2"),
+    ({"points": "x"}, r"calibration\.points` must be a list"),
+])
+def test_a_hand_edited_calibration_block_is_one_error(tmp_path, capsys, edit, match):
+    """A calibrated profile whose `calibration` errors were edited to a wrong type: a string loo_mape
+    silently dropped every record's band, a negative one printed `±-50%` with avg_ts_lo above
+    avg_ts_hi. Now one error naming the file and the field, no traceback; the shipped profiles and
+    a null loo_mape (a fit of one point writes it) still load."""
+    d = cm.load_runtime("llama-cpp-1x3090").to_dict()
+    path = tmp_path / "p.json"
+    path.write_text(json.dumps({**d, "calibration": {**d["calibration"], **edit}}))
+    rc = cli.main(["sweep", "--runtime", f"calibrated:{path}", "--model", "llama-3-8b", "--hardware", "rtx-3090",
+                   "--cards", "1", "--depths", "0", "--tests", "tg", "-q"])
+    err = capsys.readouterr().err
+    assert rc == 2 and "Traceback" not in err
+    assert str(path) in err and len(err.strip().splitlines()) == 1
+    import re
+    assert re.search(match, err), err
+    ok = {**d, "calibration": {**d["calibration"], "loo_mape": None}}
+    assert cm.runtime_from_dict(ok).cv_error is None
+    for n in SHIPPED:
+        assert cm.runtime_from_dict(cm.load_runtime(n).to_dict()).calibration == cm.load_runtime(n).calibration
