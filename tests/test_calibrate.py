@@ -448,3 +448,23 @@ def test_a_hand_edited_calibration_block_is_one_error(tmp_path, capsys, edit, ma
     assert cm.runtime_from_dict(ok).cv_error is None
     for n in SHIPPED:
         assert cm.runtime_from_dict(cm.load_runtime(n).to_dict()).calibration == cm.load_runtime(n).calibration
+
+
+def test_the_kept_line_names_the_base_profile(tmp_path):
+    """`glmbench calibrate --base llama.cpp` said "kept (typical value): ..." for parameters that kept
+    llama.cpp's values (its compute_efficiency.vector, say, not typical's). The line names the profile
+    the fit started from and says the points did not identify them; the values are the base's."""
+    path = str(tmp_path / "m.json")
+    rec.write_records(path, [dict(evidence="measured", model="llama-3-8b", hardware="rtx-3090", n_cards=1,
+                                  weights="q4_0", test="tg", n_depth=d, n_gen=1, avg_ts=v)
+                             for d, v in ((0, 140.0), (8192, 110.0))])
+    pts = cal.load_points([path])
+    fit = cal.calibrate(pts, base="llama.cpp", loo=False)
+    line = next(x for x in fit.table().splitlines() if x.startswith("kept"))
+    assert line.startswith("kept at `llama.cpp`'s value (not identified by these points): ")
+    assert "typical" not in line and fit.kept
+    base = cm.load_runtime("llama.cpp")
+    for n in fit.kept:
+        if n.startswith(("compute_efficiency.", "memory_efficiency.")):
+            assert cal._get(fit.profile, n) == cal._get(base, n)
+    assert fit.profile.calibration["base"] == "llama.cpp"

@@ -666,7 +666,10 @@ class Calibration:
         lines.append(f"MAPE {100 * self.mape:.1f}% over {len(self.points)} points; {self.cv_label} error {loo}{bm}")
         lines.append("fitted: " + (", ".join(f"{n} = {_get(self.profile, n):.4g}{_at_bound(n, _get(self.profile, n))}"
                                              for n in self.fitted) or "nothing"))
-        lines.append("kept (typical value): " + ", ".join(self.kept))
+        # the start profile's values (--base: typical, or a runtime model such as llama.cpp), which the
+        # points did not identify (fit_profile): said as that profile's, not always typical's
+        lines.append(f"kept at `{self.base_name or 'typical'}`'s value (not identified by these points): "
+                     + (", ".join(self.kept) or "nothing"))
         tests = {pt.test for pt in self.points}
         for t, what in (("tg", "decode"), ("pp", "prefill")):
             if t not in tests:
