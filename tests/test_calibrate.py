@@ -468,3 +468,30 @@ def test_the_kept_line_names_the_base_profile(tmp_path):
         if n.startswith(("compute_efficiency.", "memory_efficiency.")):
             assert cal._get(fit.profile, n) == cal._get(base, n)
     assert fit.profile.calibration["base"] == "llama.cpp"
+
+
+def test_hardware_that_overrides_another_stated_card_is_warned_about(tmp_path, capsys):
+    """A pasted file of two runs (RTX 3090 and RTX 4090) calibrated with --hardware rtx-3090 priced the
+    4090's points as a 3090's without a word. Now one warning names the card the records state and their
+    lines; records of the named card (in any spelling) draw none."""
+    def table(dev, speeds):
+        rows = [f"| llama 8B Q4_0 | 4.33 GiB | 8.03 B | CUDA | 99 | tg{n} | {v:.2f} ± 0.1 |" for n, v in speeds]
+        return [f"  Device 0: NVIDIA GeForce {dev}, compute capability 8.6, VMM: yes",
+                "| model | size | params | backend | ngl | test | t/s |",
+                "| --- | ---: | ---: | --- | --: | --- | ---: |", *rows, ""]
+    path = tmp_path / "llama-3-8b-two-cards.md"
+    path.write_text("\n".join(table("RTX 3090", [(128, 130.0), (512, 125.0)])
+                              + table("RTX 4090", [(128, 150.0), (512, 145.0)])))
+    out = str(tmp_path / "p.json")
+    assert cli.main(["calibrate", str(path), "--hardware", "rtx-3090", "--out", out, "-q", "--cv", "2"]) == 0
+    err = capsys.readouterr().err
+    warn = [x for x in err.splitlines() if "--hardware rtx-3090 prices" in x]
+    assert len(warn) == 1, err
+    assert "2 records that state another card as RTX 3090: RTX 4090 (lines 10, 11)" in warn[0], warn[0]
+    assert cli.main(["calibrate", str(path), "--out", out, "-q", "--force", "--cv", "2"]) == 0
+    assert "prices" not in capsys.readouterr().err
+    one = tmp_path / "llama-3-8b-3090.md"
+    one.write_text("\n".join(table("RTX 3090", [(128, 130.0), (512, 125.0)])))
+    assert cli.main(["calibrate", str(one), "--hardware", "NVIDIA GeForce RTX 3090", "--out", out, "-q",
+                     "--force", "--cv", "2"]) == 0
+    assert "prices" not in capsys.readouterr().err
