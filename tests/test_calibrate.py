@@ -495,3 +495,23 @@ def test_hardware_that_overrides_another_stated_card_is_warned_about(tmp_path, c
     assert cli.main(["calibrate", str(one), "--hardware", "NVIDIA GeForce RTX 3090", "--out", out, "-q",
                      "--force", "--cv", "2"]) == 0
     assert "prices" not in capsys.readouterr().err
+
+
+def test_a_profile_used_on_a_model_or_card_it_never_ran_says_so(capsys):
+    """`glmbench sweep --runtime calibrated:p.json --model qwen3-32b` with a profile fitted on another
+    model (or card) printed its records with the fit's ±band as if measured there, without a word. Now
+    one note names what the fit ran and what it did not; a study inside the fit, and a runtime model
+    fitted to the public set, draw none."""
+    pts = cm.load_runtime("llama-cpp-1x3090").calibration["points"]
+    assert {p["model"] for p in pts} == {"glm-4.7-flash"} and all("RTX 3090" in p["setup"] for p in pts)
+    base = ["sweep", "--runtime", "llama-cpp-1x3090", "--cards", "1", "--depths", "0", "--tests", "tg", "-q"]
+    assert cli.main(base + ["--model", "qwen3-32b", "--hardware", "rtx-3090"]) == 0
+    notes = [x for x in capsys.readouterr().err.splitlines() if "was fitted on" in x]
+    assert len(notes) == 1 and "none ran qwen3-32b:" in notes[0] and "glm-4.7-flash, RTX 3090" in notes[0], notes
+    assert cli.main(base + ["--model", "glm-4.7-flash", "--hardware", "h100-sxm"]) == 0
+    notes = [x for x in capsys.readouterr().err.splitlines() if "was fitted on" in x]
+    assert len(notes) == 1 and "none ran H100 SXM:" in notes[0], notes
+    assert cli.main(base + ["--model", "glm-4.7-flash", "--hardware", "rtx-3090"]) == 0
+    assert "was fitted on" not in capsys.readouterr().err
+    assert cli.main([*base[:2], "llama.cpp", *base[3:], "--model", "qwen3-32b", "--hardware", "rtx-3090"]) == 0
+    assert "was fitted on" not in capsys.readouterr().err
