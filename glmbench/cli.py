@@ -707,8 +707,34 @@ def _study_from_args(args):
     if getattr(args, "offload", False):
         kw["offload_table"] = True
     study = Study(**kw)
-    study.setups()  # every model, format and GPU checked here, before a command's notes or work
+    setups = study.setups()  # every model, format and GPU checked here, before a command's notes or work
+    note = _fitted_elsewhere(setups)
+    if note:
+        _note(args, note)
     return study
+
+
+def _fitted_elsewhere(setups) -> str | None:
+    """A note where a calibrated profile (`glmbench calibrate`'s, or a shipped one: not a runtime model fitted
+    to the public set) prices a model or card none of its points ran: its band is its error on those points
+    (calibration.points), never measured on these."""
+    if not setups:
+        return None
+    prof = setups[0].runtime
+    pts = [p for p in (prof.calibration or {}).get("points") or () if isinstance(p, dict)]
+    if not prof.calibrated or prof.fitted_to_gpus or not pts:
+        return None
+    models = {p.get("model") for p in pts}
+    cards = [str(p.get("setup") or "") for p in pts]
+    new_models = sorted({s.model.name for s in setups if s.model.name not in models})
+    new_cards = sorted({s.gpu.name for s in setups if not any(s.gpu.name in c for c in cards)})
+    if not new_models and not new_cards:
+        return None
+    seen = "; ".join(dict.fromkeys(c.rsplit(",", 1)[0] for c in cards if c)) or ", ".join(sorted(map(str, models)))
+    what = " and ".join(x for x in (", ".join(new_models), ", ".join(new_cards)) if x)
+    return (f"note: --runtime {prof.name} was fitted on {len(pts)} point{'s' if len(pts) > 1 else ''} of {seen}; "
+            f"none ran {what}: those predictions extrapolate the fit, and their band is its cross-validated error "
+            "on its own points, not measured there")
 
 
 # ---- commands -----------------------------------------------------------------------------------

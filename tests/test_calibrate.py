@@ -420,3 +420,98 @@ def test_calibrate_shows_a_bar_over_every_fit_and_quiet_hides_it(tmp_path, capsy
     a, b = json.loads(out.read_text()), json.loads((tmp_path / "q.json").read_text())
     a.pop("name", None), b.pop("name", None)
     assert a["calibration"]["points"] == b["calibration"]["points"]
+
+
+@pytest.mark.parametrize("edit, match", [
+    ({"loo_mape": "2%"}, r"calibration\.loo_mape` must be a fraction >= 0"),
+    ({"loo_mape": -0.5}, r"calibration\.loo_mape` must be a fraction >= 0"),
+    ({"mape": float("nan")}, r"calibration\.mape` must be a fraction"),
+    ({"cv_folds": "ten"}, r"calibration\.cv_folds` must be a whole number >= 2"),
+    ({"points": "x"}, r"calibration\.points` must be a list"),
+])
+def test_a_hand_edited_calibration_block_is_one_error(tmp_path, capsys, edit, match):
+    """A calibrated profile whose `calibration` errors were edited to a wrong type: a string loo_mape
+    silently dropped every record's band, a negative one printed `±-50%` with avg_ts_lo above
+    avg_ts_hi. Now one error naming the file and the field, no traceback; the shipped profiles and
+    a null loo_mape (a fit of one point writes it) still load."""
+    d = cm.load_runtime("llama-cpp-1x3090").to_dict()
+    path = tmp_path / "p.json"
+    path.write_text(json.dumps({**d, "calibration": {**d["calibration"], **edit}}))
+    rc = cli.main(["sweep", "--runtime", f"calibrated:{path}", "--model", "llama-3-8b", "--hardware", "rtx-3090",
+                   "--cards", "1", "--depths", "0", "--tests", "tg", "-q"])
+    err = capsys.readouterr().err
+    assert rc == 2 and "Traceback" not in err
+    assert str(path) in err and len(err.strip().splitlines()) == 1
+    import re
+    assert re.search(match, err), err
+    ok = {**d, "calibration": {**d["calibration"], "loo_mape": None}}
+    assert cm.runtime_from_dict(ok).cv_error is None
+    for n in SHIPPED:
+        assert cm.runtime_from_dict(cm.load_runtime(n).to_dict()).calibration == cm.load_runtime(n).calibration
+
+
+def test_the_kept_line_names_the_base_profile(tmp_path):
+    """`glmbench calibrate --base llama.cpp` said "kept (typical value): ..." for parameters that kept
+    llama.cpp's values (its compute_efficiency.vector, say, not typical's). The line names the profile
+    the fit started from and says the points did not identify them; the values are the base's."""
+    path = str(tmp_path / "m.json")
+    rec.write_records(path, [dict(evidence="measured", model="llama-3-8b", hardware="rtx-3090", n_cards=1,
+                                  weights="q4_0", test="tg", n_depth=d, n_gen=1, avg_ts=v)
+                             for d, v in ((0, 140.0), (8192, 110.0))])
+    pts = cal.load_points([path])
+    fit = cal.calibrate(pts, base="llama.cpp", loo=False)
+    line = next(x for x in fit.table().splitlines() if x.startswith("kept"))
+    assert line.startswith("kept at `llama.cpp`'s value (not identified by these points): ")
+    assert "typical" not in line and fit.kept
+    base = cm.load_runtime("llama.cpp")
+    for n in fit.kept:
+        if n.startswith(("compute_efficiency.", "memory_efficiency.")):
+            assert cal._get(fit.profile, n) == cal._get(base, n)
+    assert fit.profile.calibration["base"] == "llama.cpp"
+
+
+def test_hardware_that_overrides_another_stated_card_is_warned_about(tmp_path, capsys):
+    """A pasted file of two runs (RTX 3090 and RTX 4090) calibrated with --hardware rtx-3090 priced the
+    4090's points as a 3090's without a word. Now one warning names the card the records state and their
+    lines; records of the named card (in any spelling) draw none."""
+    def table(dev, speeds):
+        rows = [f"| llama 8B Q4_0 | 4.33 GiB | 8.03 B | CUDA | 99 | tg{n} | {v:.2f} ± 0.1 |" for n, v in speeds]
+        return [f"  Device 0: NVIDIA GeForce {dev}, compute capability 8.6, VMM: yes",
+                "| model | size | params | backend | ngl | test | t/s |",
+                "| --- | ---: | ---: | --- | --: | --- | ---: |", *rows, ""]
+    path = tmp_path / "llama-3-8b-two-cards.md"
+    path.write_text("\n".join(table("RTX 3090", [(128, 130.0), (512, 125.0)])
+                              + table("RTX 4090", [(128, 150.0), (512, 145.0)])))
+    out = str(tmp_path / "p.json")
+    assert cli.main(["calibrate", str(path), "--hardware", "rtx-3090", "--out", out, "-q", "--cv", "2"]) == 0
+    err = capsys.readouterr().err
+    warn = [x for x in err.splitlines() if "--hardware rtx-3090 prices" in x]
+    assert len(warn) == 1, err
+    assert "2 records that state another card as RTX 3090: RTX 4090 (lines 10, 11)" in warn[0], warn[0]
+    assert cli.main(["calibrate", str(path), "--out", out, "-q", "--force", "--cv", "2"]) == 0
+    assert "prices" not in capsys.readouterr().err
+    one = tmp_path / "llama-3-8b-3090.md"
+    one.write_text("\n".join(table("RTX 3090", [(128, 130.0), (512, 125.0)])))
+    assert cli.main(["calibrate", str(one), "--hardware", "NVIDIA GeForce RTX 3090", "--out", out, "-q",
+                     "--force", "--cv", "2"]) == 0
+    assert "prices" not in capsys.readouterr().err
+
+
+def test_a_profile_used_on_a_model_or_card_it_never_ran_says_so(capsys):
+    """`glmbench sweep --runtime calibrated:p.json --model qwen3-32b` with a profile fitted on another
+    model (or card) printed its records with the fit's ±band as if measured there, without a word. Now
+    one note names what the fit ran and what it did not; a study inside the fit, and a runtime model
+    fitted to the public set, draw none."""
+    pts = cm.load_runtime("llama-cpp-1x3090").calibration["points"]
+    assert {p["model"] for p in pts} == {"glm-4.7-flash"} and all("RTX 3090" in p["setup"] for p in pts)
+    base = ["sweep", "--runtime", "llama-cpp-1x3090", "--cards", "1", "--depths", "0", "--tests", "tg", "-q"]
+    assert cli.main(base + ["--model", "qwen3-32b", "--hardware", "rtx-3090"]) == 0
+    notes = [x for x in capsys.readouterr().err.splitlines() if "was fitted on" in x]
+    assert len(notes) == 1 and "none ran qwen3-32b:" in notes[0] and "glm-4.7-flash, RTX 3090" in notes[0], notes
+    assert cli.main(base + ["--model", "glm-4.7-flash", "--hardware", "h100-sxm"]) == 0
+    notes = [x for x in capsys.readouterr().err.splitlines() if "was fitted on" in x]
+    assert len(notes) == 1 and "none ran H100 SXM:" in notes[0], notes
+    assert cli.main(base + ["--model", "glm-4.7-flash", "--hardware", "rtx-3090"]) == 0
+    assert "was fitted on" not in capsys.readouterr().err
+    assert cli.main([*base[:2], "llama.cpp", *base[3:], "--model", "qwen3-32b", "--hardware", "rtx-3090"]) == 0
+    assert "was fitted on" not in capsys.readouterr().err

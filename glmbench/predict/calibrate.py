@@ -288,7 +288,9 @@ def load_points(paths: Sequence, notices: list | None = None, *, exclude_unstabl
     skipped with `exclude_unstable`. Each skip and warning is one line to `notice(text)` and, when
     given, appended to `notices` (what the importer assumed goes there too). Records of several
     streams at once (llama-batched-bench's B > 1, `n_streams`) are skipped with a notice unless
-    `multi_stream` (a fit is of single-stream speed; predict_point prices them as B streams)."""
+    `multi_stream` (a fit is of single-stream speed; predict_point prices them as B streams).
+    `hardware_` prices every record on that card; records that state another GPU are warned about
+    (one line per file, naming the card and lines), as the override is then likely a mistake."""
     if not paths:
         raise CalibrationError("no measurement files given")
     def say(text):
@@ -299,7 +301,9 @@ def load_points(paths: Sequence, notices: list | None = None, *, exclude_unstabl
     out = []
     for p in paths:
         skipped: dict = {}
+        other_card: dict = {}       # {card the records state: [where]} where --hardware names another
         for where, r in read_measured(p, model=overrides.get("model"), notices=notices):
+            stated = _other_card(r, overrides.get("hardware_"))
             closed = serving_record(r)
             if closed is not None:      # a serving benchmark's closed loop: a decode point of its B streams
                 r = closed
@@ -317,7 +321,20 @@ def load_points(paths: Sequence, notices: list | None = None, *, exclude_unstabl
                     continue
                 say(f"warning: {where}: {pt.label} is marked unstable ({why}): its speed may be a neighbour's; "
                     "fitted anyway (retime it on a quiet machine, or pass --exclude-unstable)")
+            if stated is not None:
+                other_card.setdefault(stated, []).append(where)
             out.append(pt)
+        if other_card:
+            hw = overrides["hardware_"]
+            flag = hw.name if isinstance(hw, hardware.GPU) else os.fspath(hw)
+            name = hardware.get_gpu(hw).name
+            said = "; ".join(f"{card} (line{'s' if len(w) > 1 else ''} "
+                             + ", ".join(x.rsplit(":", 1)[-1] for x in w[:5]) + (", ..." if len(w) > 5 else "") + ")"
+                             for card, w in other_card.items())
+            n = sum(len(w) for w in other_card.values())
+            say(f"warning: {p}: --hardware {flag} prices {n} record{'s' if n > 1 else ''} that state{'' if n > 1 else 's'} "
+                f"another card as {name}: {said}; leave --hardware out to fit each on the card it ran on, or fit "
+                "that card's records on their own")
         for test, wheres in skipped.items():
             lines = ", ".join(w.rsplit(":", 1)[-1] for w in wheres[:5]) + (", ..." if len(wheres) > 5 else "")
             if test == "streams":
@@ -340,6 +357,22 @@ def load_points(paths: Sequence, notices: list | None = None, *, exclude_unstabl
         raise CalibrationError(f"no tg or pp speed records in {', '.join(os.fspath(p) for p in paths)}"
                                + (" (every one was unstable and --exclude-unstable left it out)" if exclude_unstable else ""))
     return out
+
+
+def _other_card(r: dict, hw) -> str | None:
+    """The card a GPU record states (`hardware`), where --hardware (`hw`) names another; else None (no
+    --hardware, a record that states no card or a CPU, or the same card)."""
+    stated = r.get("hardware")
+    if hw is None or not isinstance(stated, str) or not stated or r.get("backends") == "CPU" \
+            or stated.startswith("CPU:") or hardware.is_host(stated):
+        return None
+    try:
+        mine, theirs = hardware.get_gpu(hw), hardware.get_gpu(stated)
+    except (ValueError, TypeError, OSError):
+        return None           # point_from_record names a card it cannot read
+    if mine.kind == "cpu" or mine.key == theirs.key or mine.name == theirs.name:
+        return None
+    return theirs.name
 
 
 def closed_loop(r: dict) -> bool:
@@ -666,7 +699,10 @@ class Calibration:
         lines.append(f"MAPE {100 * self.mape:.1f}% over {len(self.points)} points; {self.cv_label} error {loo}{bm}")
         lines.append("fitted: " + (", ".join(f"{n} = {_get(self.profile, n):.4g}{_at_bound(n, _get(self.profile, n))}"
                                              for n in self.fitted) or "nothing"))
-        lines.append("kept (typical value): " + ", ".join(self.kept))
+        # the start profile's values (--base: typical, or a runtime model such as llama.cpp), which the
+        # points did not identify (fit_profile): said as that profile's, not always typical's
+        lines.append(f"kept at `{self.base_name or 'typical'}`'s value (not identified by these points): "
+                     + (", ".join(self.kept) or "nothing"))
         tests = {pt.test for pt in self.points}
         for t, what in (("tg", "decode"), ("pp", "prefill")):
             if t not in tests:

@@ -26,6 +26,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import json
+import math
 import os
 import re
 from dataclasses import dataclass, field
@@ -451,6 +452,19 @@ def runtime_from_dict(d: dict, where: str = "runtime") -> RuntimeProfile:
     cal = d.get("calibration", {})
     if not isinstance(cal, dict):
         raise ValueError(f"{where}: field `calibration` must be a table, got {cal!r}")
+    # the errors a prediction's band is read from (cv_error, cv_band): a fraction >= 0 or null (a fit of one
+    # point has no leave-one-out error); a string ("2%") dropped the band, a negative one inverted it
+    for k in ("mape", "loo_mape", "base_mape", "loso_mape_decode", "loso_mape_prefill"):
+        v = cal.get(k)
+        if v is not None and (isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v < 0):
+            raise ValueError(f"{where}: field `calibration.{k}` must be a fraction >= 0 (0.05 for 5%) or null, "
+                             f"got {v!r}")
+    v = cal.get("cv_folds")
+    if v is not None and (isinstance(v, bool) or not isinstance(v, int) or v < 2):
+        raise ValueError(f"{where}: field `calibration.cv_folds` must be a whole number >= 2 or null, got {v!r}")
+    v = cal.get("points")
+    if v is not None and not isinstance(v, list):
+        raise ValueError(f"{where}: field `calibration.points` must be a list, got {v!r}")
     kt = kn.check_table(d.get("kernels", {}), where)
 
     def choice(key, allowed, default):
