@@ -6,6 +6,7 @@ import math
 
 import pytest
 from matplotlib.figure import Figure
+from matplotlib.lines import Line2D
 
 from glmbench.report import plots
 from glmbench.results import records
@@ -305,10 +306,49 @@ def test_does_not_fit_crosses_of_two_models_at_one_concurrency_both_show():
     fig = plots.throughput_vs_concurrency(recs)
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     fig.draw(FigureCanvasAgg(fig).get_renderer())
-    crosses = [l for l in fig.axes[0].lines if l.get_marker() == "x" and len(l.get_xdata())]
+    crosses = _spill_crosses(fig.axes[0])
     assert len(crosses) == 2
     pos = [tuple(l.get_transform().transform((l.get_xdata()[0], l.get_ydata()[0]))) for l in crosses]
     assert pos[0][0] == pytest.approx(pos[1][0]) and abs(pos[0][1] - pos[1][1]) > 5   # same x, apart in y
+
+
+def _spill_crosses(ax):
+    """The throughput chart's "does not fit" marks (one per setup and concurrency)."""
+    return [l for l in ax.lines if l.get_marker() in plots._SPILL_MARKS and len(l.get_xdata())]
+
+
+def test_does_not_fit_crosses_name_model_and_rig():
+    # the default report: qwen3-32b on one card runs out of memory from 8 streams, on two from 32; the chart
+    # drew one red cross per concurrency, the legend saying "not all streams fit in memory (model colour)":
+    # at 32 streams a reader could not tell which rig (or whether both) ran out
+    recs = []
+    for n, last in ((1, 4), (2, 16)):
+        rig = dict(BASE, n_cards=n, split="none" if n == 1 else "layer", link_gbps=None if n == 1 else 1.4)
+        recs += [dict(rig, test="serve", model=m, n_depth=4096, concurrency=c, aggregate_tok_s=10.0 * c * n,
+                      fits=c <= (last if m == "a" else 64)) for m in ("a", "b") for c in (1, 2, 4, 8, 16, 32, 64)]
+    fig = plots.throughput_vs_concurrency(recs)
+    ax = fig.axes[0]
+    _rend(fig)
+    legend = {}
+    for h, lab in zip(*ax.get_legend_handles_labels()):
+        if isinstance(h, Line2D) and h.get_marker() in plots._SPILL_MARKS:
+            key = (h.get_marker(), h.get_color())
+            assert key not in legend, (key, lab)   # each setup's mark its own
+            legend[key] = lab
+    by_x = {}
+    for l in _spill_crosses(ax):
+        lab = legend[(l.get_marker(), l.get_color())]   # every cross named in the legend
+        by_x.setdefault(float(l.get_xdata()[0]), []).append(lab)
+    one, two = "a · 1× RTX 3090: ", "a · 2× RTX 3090 (layer split, 1.4 GB/s): "
+    assert {x: sorted(v) for x, v in by_x.items()} == {8.0: [one + "not all streams fit in memory"],
+                                                       16.0: [one + "not all streams fit in memory"],
+                                                       32.0: sorted([one + "not all streams fit in memory",
+                                                                     two + "not all streams fit in memory"]),
+                                                       64.0: sorted([one + "not all streams fit in memory",
+                                                                     two + "not all streams fit in memory"])}
+    # each rig's crosses in its model's colour, a shape of their own
+    marks = {l.get_marker() for l in _spill_crosses(ax)}
+    assert len(marks) == 2 and {l.get_color() for l in _spill_crosses(ax)} == {plots._COLOURS[0]}
 
 
 def test_does_not_fit_crosses_past_every_fitting_point_are_inside_the_axes():
@@ -437,7 +477,7 @@ def test_throughput_where_nothing_fits_says_so():
     assert [l for l in ax.lines if l.get_marker() == "x" and len(l.get_xdata())]  # the crosses stay
     # and their colours are named: no line names the models here
     labels = ax.get_legend_handles_labels()[1]
-    assert "a: no concurrency fits" in labels and "b: no concurrency fits" in labels
+    assert "a · 1× RTX 3090: no concurrency fits" in labels and "b · 1× RTX 3090: no concurrency fits" in labels
 
 
 def test_y_axis_goes_log_where_values_span_decades():

@@ -47,6 +47,8 @@ _SINGLE_MARKS = ("_", "^", "D", "p")
 _SINGLE_STEP = 16.0
 # the markers of one setup's series at several contexts (throughput_vs_concurrency), hollow
 _CONTEXT_MARKS = ("o", "^", "D", "v", "p")
+# the "does not fit" marks of throughput_vs_concurrency, one per rig (in _Styler's rig order, as the line styles)
+_SPILL_MARKS = ("x", "+", "X", "P")
 
 # The fields that make one line on a chart: the same model on the same rig, formats and runtime.
 RIG_FIELDS = ("device", "n_cards", "split", "link_gbps", "weights", "type_k", "runtime")
@@ -873,24 +875,33 @@ def throughput_vs_concurrency(records: Sequence[dict], *, title: str | None = No
             _plot_series(ax, styler, ok, "concurrency", "aggregate_tok_s",
                          label=f"{s[0]['model']} · {rig_label(s[0])}{ctx}", mark=mark, dx=dx)
     bad = [r for r in recs if r.get("fits") is False]
-    # one cross per model and concurrency; the models' crosses at one concurrency stacked upwards,
-    # so that one model's cross does not hide another's
-    crosses = list(dict.fromkeys((float(r["concurrency"]), styler.colour(r.get("model"))) for r in bad))
-    seen: dict = defaultdict(int)
-    for c, colour in crosses:
-        # a concurrency whose streams do not all fit in memory: a cross at zero in the model's
-        # colour, since the throughput of the streams that fit is not what was asked
-        k = seen[c]
-        seen[c] += 1
-        ax.plot([c], [0], "x", color=colour, ms=8, mew=2, clip_on=False, zorder=4,
-                transform=offset_copy(ax.transData, fig=fig, y=9 * k, units="points"))
+    # one cross per setup (model and rig) and concurrency, in the colour of its model's line and the shape of its
+    # rig (_SPILL_MARKS: the first rig's x, the next's +, as the first rig's line is solid, the next's dashed);
+    # named in the legend with model and rig: one red cross per model at 8, 16 and 32 streams said nothing of
+    # which rig (one card or two) ran out of memory there. The setups' crosses at one concurrency are stacked
+    # upwards from zero in the legend's order, so that one does not hide another
+    rows = list(dict.fromkeys((str(r.get("model")),) + _rig_key(r) for r in sorted(
+        bad, key=lambda r: (str(r.get("model")), styler.rigs[_rig_key(r)]))))
+    lined = {(str(s[0].get("model")),) + _rig_key(s[0]) for s in _series([r for r in recs if r.get("fits") is not False],
+                                                                          "concurrency").values()}
+    crosses = list(dict.fromkeys((float(r["concurrency"]), (str(r.get("model")),) + _rig_key(r)) for r in bad))
+    first = {}
+    for r in bad:
+        first.setdefault((str(r.get("model")),) + _rig_key(r), r)
+    for c in dict.fromkeys(c for c, _ in crosses):
+        here = sorted((setup for c2, setup in crosses if c2 == c), key=rows.index)
+        for k, setup in enumerate(here):
+            # a concurrency whose streams do not all fit in memory: a cross at zero, since the throughput of
+            # the streams that fit is not what was asked
+            r0 = first[setup]
+            ax.plot([c], [0], _spill_mark(styler, r0), color=styler.colour(r0.get("model")), ms=8, mew=2,
+                    clip_on=False, zorder=4, transform=offset_copy(ax.transData, fig=fig, y=9 * k, units="points"))
+    for setup in rows:
+        r0 = first[setup]
+        ax.plot([], [], _spill_mark(styler, r0), color=styler.colour(r0.get("model")), ms=8, mew=2,
+                label=f"{r0.get('model')} · {rig_label(r0)}: "
+                      + ("no concurrency fits" if setup not in lined else "not all streams fit in memory"))
     if bad:
-        ax.plot([], [], "x", color="0.3", ms=8, mew=2, label="not all streams fit in memory (model colour)")
-        # models with no line have their colour named here, or the crosses' colours named nothing
-        for m in sorted({str(r.get("model")) for r in bad} - {str(s[0].get("model")) for s in
-                                                                _series([r for r in recs if r.get("fits") is not False],
-                                                                        "concurrency").values()}):
-            ax.plot([], [], "x", color=styler.colour(m), ms=8, mew=2, label=f"{m}: no concurrency fits")
         # the crosses' offset transform does not widen the x range: a cross past every fitting point
         # (one rig running out at 8 streams) fell right of the axes, off the figure
         ax.update_datalim([(c, 0.0) for c, _ in crosses], updatey=False)
@@ -909,7 +920,7 @@ def throughput_vs_concurrency(records: Sequence[dict], *, title: str | None = No
         ax.set_ylim(0, 1)
         ax.set_yticks([])
         ax.text(0.5, 0.55, "no setup fits its streams in memory at any concurrency drawn\n(the crosses: "
-                "where each model was priced)", transform=ax.transAxes, ha="center", va="center", fontsize=9,
+                "where each setup was priced)", transform=ax.transAxes, ha="center", va="center", fontsize=9,
                 color="0.3")
     _reveal_coinciding(ax, lambda v: f"{v:g}")
     ctx = f" at {tokens_label(depths[0])} context per stream" if len(depths) == 1 and depths[0] else ""
@@ -918,6 +929,10 @@ def throughput_vs_concurrency(records: Sequence[dict], *, title: str | None = No
     _footer(fig, recs)
     _legends_clear_of_data(fig, [ax])
     return fig
+
+
+def _spill_mark(styler, r) -> str:
+    return _SPILL_MARKS[styler.rigs[_rig_key(r)] % len(_SPILL_MARKS)]
 
 
 def _batched_decode(records) -> list[dict]:
