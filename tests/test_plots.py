@@ -836,3 +836,43 @@ def test_a_line_on_another_gets_marks_and_says_whose_line_it_lies_on():
     (one,), (on,) = _line(ax, "a · 1× RTX 3090"), _line(ax, "a · 2× RTX 3090")
     assert one.get_marker() == "s" and on.get_marker() == "D"
     assert on.get_label().endswith("(marks: on the 1× RTX 3090 (calibrated) line, within 1%)")
+
+
+def _major_labels(ax, axis):
+    lo, hi = sorted(axis.get_view_interval())
+    locs = [v for v in axis.get_majorticklocs() if lo <= v <= hi]
+    return [t for t in axis.get_major_formatter().format_ticks(locs) if t]
+
+
+def test_linear_value_axes_write_thousands_separators():
+    # the default report's prefill speed axis read 10000 and 12000 (and one_vs_two_cards' batched bar '1018',
+    # its axis 1000)
+    # while report.md writes '12,711'; a memory axis of a large model past a thousand GiB read 1200 too
+    import re
+    recs = []
+    for n in (1, 2):
+        rig = dict(BASE, n_cards=n, split="none" if n == 1 else "layer", link_gbps=None if n == 1 else 1.4)
+        for k, d in enumerate(DEPTHS):
+            recs.append(dict(rig, test="pp", model="a", n_depth=0, n_prompt=d, avg_ts=12711.0 * n - 1000 * k))
+            recs.append(dict(rig, test="tg", model="a", n_depth=d, avg_ts=1500.0 * n - 100 * k))
+            recs.append(dict(rig, test="mem", model="a", n_depth=d, mem_bytes=(1100 + 50 * k) * GIB,
+                             capacity_bytes=1600 * GIB, fits=True))
+        for c in (1, 2, 4, 8, 16):
+            recs.append(dict(rig, test="serve", model="a", n_depth=4096, concurrency=c, aggregate_tok_s=1018.0 * c * n))
+    figs = {"prefill_vs_prompt": plots.prefill_vs_prompt(recs).axes[0],
+            "generation_vs_context": plots.generation_vs_context(recs).axes[0],
+            "memory_vs_context": plots.memory_vs_context(recs).axes[0],
+            "throughput_vs_concurrency": plots.throughput_vs_concurrency(recs).axes[0]}
+    two = plots.one_vs_two_cards(recs)
+    figs.update({f"one_vs_two_cards[{i}]": ax for i, ax in enumerate(two.axes)})
+    for name, ax in figs.items():
+        _rend(ax.figure)
+        assert ax.get_yscale() == "linear", name
+        labels = _major_labels(ax, ax.yaxis)
+        assert any(re.fullmatch(r"\d{1,3}(,\d{3})+", t) for t in labels), (name, labels)
+        assert not any(re.search(r"\d{4}", t) for t in labels), (name, labels)
+        assert not ax.yaxis.get_offset_text().get_text(), name      # no '1e4' multiplier above the axis
+    bar_labels = [t.get_text().split("\n")[0] for t in two.axes[-1].texts]
+    assert bar_labels == ["16,288", "32,576"], bar_labels
+    assert [plots.linear_number(v) for v in (0, 0.25, 137.5, 1000, 12000, 2e6)] == \
+           ["0", "0.25", "137.5", "1,000", "12,000", "2,000,000"]

@@ -148,6 +148,25 @@ def plain_log_axis(axis, unit: str = "") -> None:
     axis.set_minor_formatter(NullFormatter())
 
 
+def linear_number(v: float, unit: str = "") -> str:
+    """A tick value of a linear axis with thousands separators, as report.md writes its figures: 12,000 (never
+    12000, nor 1.2 under a '1e4' offset), 0.25, 137.5 (a tick a 2.5 step puts there, never rounded)."""
+    v = float(v)
+    if abs(v) >= 1000:
+        s = f"{v:,.2f}".rstrip("0").rstrip(".")
+    else:
+        s = f"{v:.6g}"
+        if "e" in s:
+            s = f"{v:.12f}".rstrip("0").rstrip(".")
+    return ("0" if s in ("-0", "") else s) + unit
+
+
+def plain_linear_axis(axis, unit: str = "") -> None:
+    """Label a linear value axis (`ax.yaxis`: tokens/s, tokens, GiB) with linear_number: matplotlib's own labels
+    read 10000 and 12000 beside report.md's '12,711', and past a million put a '1e6' multiplier above the axis."""
+    axis.set_major_formatter(FuncFormatter(lambda v, _pos: linear_number(v, unit)))
+
+
 def _as_records(records: Sequence[dict]) -> list[dict]:
     if isinstance(records, dict) or not hasattr(records, "__iter__"):
         raise TypeError(f"`records` must be a list of record dicts, got {type(records).__name__}")
@@ -451,6 +470,7 @@ def _y_axis(ax, values, label: str) -> bool:
         return True
     ax.set_ylabel(label)
     _from_zero(ax)
+    plain_linear_axis(ax.yaxis)
     return False
 
 
@@ -770,6 +790,7 @@ def memory_vs_context(records: Sequence[dict], *, title: str | None = None) -> F
         ax.set_ylim(min(v for v in values if v > 0) / 1.5, top * 1.5)
     else:
         ax.set_ylabel("memory on the fullest card (GiB)")
+        plain_linear_axis(ax.yaxis)
         ax.set_ylim(0, top * 1.1)
     _reveal_coinciding(ax)
     ax.set_title(title or "Memory vs context")
@@ -915,6 +936,7 @@ def throughput_vs_concurrency(records: Sequence[dict], *, title: str | None = No
     ax.set_ylabel("throughput (generated tokens/s, all streams)")
     if drawn:
         _from_zero(ax)
+        plain_linear_axis(ax.yaxis)
     else:
         # every point spills: a frame of crosses on a 0-0.05 tokens/s scale read as a measured zero
         ax.set_ylim(0, 1)
@@ -1026,7 +1048,7 @@ def one_vs_two_cards(records: Sequence[dict], *, short_depth: int | None = None,
                        hatch=None if fits else "xx", edgecolor="black", lw=0.6,
                        yerr=[[val - float(lo)], [float(hi) - val]] if band else None, capsize=3,
                        error_kw=dict(ecolor="0.2", lw=1))
-                ax.annotate(f"{val:.0f}" + (f"\n±{100 * (float(hi) - val) / val:.0f}%" if band and val else "")
+                ax.annotate(f"{val:,.0f}" + (f"\n±{100 * (float(hi) - val) / val:.0f}%" if band and val else "")
                             + ("" if fits else "\nspills"), xy=(x, float(hi) if band else val), xytext=(0, 2),
                             textcoords="offset points", ha="center", va="bottom", fontsize=7)
         ax.set_xticks(range(len(models)), models, fontsize=8)
@@ -1043,6 +1065,7 @@ def one_vs_two_cards(records: Sequence[dict], *, short_depth: int | None = None,
         ax.grid(False, axis="x")
     for ax, (_name, test, _depth) in zip(axes, panels):
         ax.set_ylabel("tokens/s (one stream)" if test == "tg" else "tokens/s (all streams)")
+        plain_linear_axis(ax.yaxis)
     # the shades alone (grey, no hatch): handles taken from the first model's bars took its colour, a
     # spilling bar's hatch ('spills' read as '1 card'), and no entry where that model had no bar
     from matplotlib.patches import Patch
@@ -1255,10 +1278,11 @@ def trace_winners(res: dict, *, title: str | None = None) -> Figure:
                 continue
             ax.bar(i, w["tokens"] / 1e6, color=colour.get(w["winner"], "0.6"), edgecolor="black", lw=0.6,
                    hatch="//" if w.get("tie") else None)
-            ax.text(i, w["tokens"] / 1e6, f"{w['requests']} req", ha="center", va="bottom", fontsize=7)
+            ax.text(i, w["tokens"] / 1e6, f"{w['requests']:,} req", ha="center", va="bottom", fontsize=7)
         ax.set_xticks(range(len(names)), names)
         ax.set_xlabel("prompt length bucket (tokens)")
         ax.set_ylabel("tokens in the bucket (millions, prompt + output)")
+        plain_linear_axis(ax.yaxis)
         ax.set_title("with prefix caching" if p else "without prefix caching", fontsize=10)
     from matplotlib.patches import Patch
     import textwrap
