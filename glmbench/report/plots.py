@@ -1254,7 +1254,7 @@ def _trace_footer(fig: Figure, res: dict) -> None:
     t = res["trace"]
     s = res["slo"]
     note = (f"{evidence_text(res)}\n"
-            f"replay of {t['trace']} ({t['requests']} requests, rate x{t.get('rate_scale', 1.0):g}) on the cost model; "
+            f"replay of {t['trace']} ({t['requests']:,} requests, rate x{t.get('rate_scale', 1.0):g}) on the cost model; "
             f"targets TTFT <= {s['ttft_s']:g} s, TPOT <= {s['tpot_s']:g} s; "
             f"server: {res['server']['max_num_seqs']} seqs, {res['server']['max_batched_tokens']}-token steps")
     fig.get_layout_engine().set(h_pad=0.1)
@@ -1268,7 +1268,9 @@ def trace_winners(res: dict, *, title: str | None = None) -> Figure:
     modes = sorted({w["prefix_cache"] for w in res["winners"]}, reverse=True)
     setups = [r["setup"] for r in res["runs"] if r["prefix_cache"] == res["runs"][0]["prefix_cache"]]
     colour = {s: _COLOURS[i % len(_COLOURS)] for i, s in enumerate(setups)}
-    fig, axes = _new_figure(len(modes), width=7.0, height=5.0)
+    # one panel 8.5 inches wide: the legend right of it takes about 2.6, and the seven bucket names under a
+    # narrower one ran into each other
+    fig, axes = _new_figure(len(modes), width=7.0 if len(modes) > 1 else 8.5, height=5.0)
     names = [b[0] for b in BUCKETS]
     for ax, p in zip(axes, modes):
         ws = {w["bucket"]: w for w in res["winners"] if w["prefix_cache"] == p}
