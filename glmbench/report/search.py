@@ -227,8 +227,19 @@ def pareto_chart(res: sr.SearchResult, *, title: str | None = None):
                            label="meets the targets" if feas else "misses them (at the trace's rate)")
         if front:
             f = [r for r in front if r[xf] > 0]
-            ax.plot([r[xf] for r in f], [r[yf] for r in f], "-", color="tab:orange", lw=1.8, drawstyle="steps-post"
-                    if xf != "ttft_p99_s" else "steps-pre", marker="o", ms=4, label="Pareto front")
+            # a staircase through the corners the front's setups reach, worse on both axes than the two
+            # setups it joins (the lower x of goodput, the higher x of TTFT; the higher cost): drawn through the
+            # other corners (steps-post on goodput, steps-pre on TTFT) it passed where no setup is, a cost of
+            # $0.056 at 600 tok/s where the $0.056 setup sustains 564
+            xs, ys = [], []
+            for a, b in zip(f, f[1:] + [None]):
+                xs.append(a[xf])
+                ys.append(a[yf])
+                if b is not None:
+                    xs.append(a[xf] if xf != "ttft_p99_s" else b[xf])
+                    ys.append(max(a[yf], b[yf]))
+            ax.plot(xs, ys, "-", color="tab:orange", lw=1.8, marker="o", ms=4, markevery=list(range(0, len(xs), 2)),
+                    label="Pareto front")
         c = res.chosen
         if c is not None and sr._finite(c.get(xf)) and sr._finite(c.get(yf)) and c[xf] > 0:
             ax.scatter([c[xf]], [c[yf]], marker="*", s=260, color="tab:red", edgecolors="black", zorder=5,
