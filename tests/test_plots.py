@@ -876,3 +876,24 @@ def test_linear_value_axes_write_thousands_separators():
     assert bar_labels == ["16,288", "32,576"], bar_labels
     assert [plots.linear_number(v) for v in (0, 0.25, 137.5, 1000, 12000, 2e6)] == \
            ["0", "0.25", "137.5", "1,000", "12,000", "2,000,000"]
+
+
+def test_log_axis_under_half_a_decade_is_labelled_across():
+    # `search ... --models glm-4.7-flash --gpus rtx-3090,rtx-4090 --cards 1,2`: pareto.png's cost axis from $0.053
+    # to $0.17 read 0.06, 0.07, 0.08, 0.09, 0.1 and nothing above: the upper half of the axis without a label
+    fig = Figure()
+    ax = fig.subplots()
+    ax.set_yscale("log")
+    plots.plain_log_axis(ax.yaxis)
+    ax.set_ylim(0.053, 0.17)
+    _rend(fig)
+    major, minor = _tick_labels(ax.yaxis)
+    assert len(major) >= 3 and minor == [], major
+    ticks = [float(t) for t in major]
+    pts = [math.log(0.053)] + [math.log(t) for t in ticks] + [math.log(0.17)]
+    widest = max(b - a for a, b in zip(pts, pts[1:]))
+    assert widest <= math.log(0.17 / 0.053) / 3, major
+    # where 1-2-5 steps fit (a TTFT panel of 0.36 to 2.1 s) they stay
+    ax.set_ylim(0.36, 2.1)
+    _rend(fig)
+    assert _tick_labels(ax.yaxis) == (["0.5", "1", "2"], [])

@@ -132,11 +132,24 @@ class _PlainLogLocator(Locator):
         vmin, vmax = sorted((float(vmin), float(vmax)))
         if not (vmin > 0 and math.isfinite(vmax)):
             return LogLocator(base=10).tick_values(vmin, vmax)
-        for subs, need in self._STEPS:
+        for subs, need in self._STEPS[:-1]:
             ticks = LogLocator(base=10, subs=subs, numticks=12).tick_values(vmin, vmax)
             if sum(1 for t in ticks if vmin <= t <= vmax) >= need:
                 return ticks
-        return [t for t in AutoLocator().tick_values(vmin, vmax) if t > 0]
+        # under about half a decade: every whole step (0.06, 0.07, ... 0.1, then 0.2) or plain linear steps (0.06,
+        # 0.08, ... 0.16), whichever leaves the shorter stretch of the axis without a label (whole steps on
+        # $0.053-0.17 labelled nothing above 0.1, the upper half of the axis)
+        subs, need = self._STEPS[-1]
+        cands = [LogLocator(base=10, subs=subs, numticks=12).tick_values(vmin, vmax),
+                 [t for t in AutoLocator().tick_values(vmin, vmax) if t > 0]]
+        cands = [c for c in cands if sum(1 for t in c if vmin <= t <= vmax) >= need] or cands[-1:]
+        return min(cands, key=lambda c: self._widest_gap(c, vmin, vmax))
+
+    @staticmethod
+    def _widest_gap(ticks, vmin, vmax) -> float:
+        """The longest stretch of the axis (log) between labelled ticks or a tick and an end."""
+        pts = [math.log(vmin)] + sorted(math.log(t) for t in ticks if vmin <= t <= vmax) + [math.log(vmax)]
+        return max(b - a for a, b in zip(pts, pts[1:]))
 
 
 def plain_log_axis(axis, unit: str = "") -> None:
