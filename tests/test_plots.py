@@ -6,6 +6,7 @@ import math
 
 import pytest
 from matplotlib.figure import Figure
+from matplotlib.lines import Line2D
 
 from glmbench.report import plots
 from glmbench.results import records
@@ -305,10 +306,49 @@ def test_does_not_fit_crosses_of_two_models_at_one_concurrency_both_show():
     fig = plots.throughput_vs_concurrency(recs)
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     fig.draw(FigureCanvasAgg(fig).get_renderer())
-    crosses = [l for l in fig.axes[0].lines if l.get_marker() == "x" and len(l.get_xdata())]
+    crosses = _spill_crosses(fig.axes[0])
     assert len(crosses) == 2
     pos = [tuple(l.get_transform().transform((l.get_xdata()[0], l.get_ydata()[0]))) for l in crosses]
     assert pos[0][0] == pytest.approx(pos[1][0]) and abs(pos[0][1] - pos[1][1]) > 5   # same x, apart in y
+
+
+def _spill_crosses(ax):
+    """The throughput chart's "does not fit" marks (one per setup and concurrency)."""
+    return [l for l in ax.lines if l.get_marker() in plots._SPILL_MARKS and len(l.get_xdata())]
+
+
+def test_does_not_fit_crosses_name_model_and_rig():
+    # the default report: qwen3-32b on one card runs out of memory from 8 streams, on two from 32; the chart
+    # drew one red cross per concurrency, the legend saying "not all streams fit in memory (model colour)":
+    # at 32 streams a reader could not tell which rig (or whether both) ran out
+    recs = []
+    for n, last in ((1, 4), (2, 16)):
+        rig = dict(BASE, n_cards=n, split="none" if n == 1 else "layer", link_gbps=None if n == 1 else 1.4)
+        recs += [dict(rig, test="serve", model=m, n_depth=4096, concurrency=c, aggregate_tok_s=10.0 * c * n,
+                      fits=c <= (last if m == "a" else 64)) for m in ("a", "b") for c in (1, 2, 4, 8, 16, 32, 64)]
+    fig = plots.throughput_vs_concurrency(recs)
+    ax = fig.axes[0]
+    _rend(fig)
+    legend = {}
+    for h, lab in zip(*ax.get_legend_handles_labels()):
+        if isinstance(h, Line2D) and h.get_marker() in plots._SPILL_MARKS:
+            key = (h.get_marker(), h.get_color())
+            assert key not in legend, (key, lab)   # each setup's mark its own
+            legend[key] = lab
+    by_x = {}
+    for l in _spill_crosses(ax):
+        lab = legend[(l.get_marker(), l.get_color())]   # every cross named in the legend
+        by_x.setdefault(float(l.get_xdata()[0]), []).append(lab)
+    one, two = "a · 1× RTX 3090: ", "a · 2× RTX 3090 (layer split, 1.4 GB/s): "
+    assert {x: sorted(v) for x, v in by_x.items()} == {8.0: [one + "not all streams fit in memory"],
+                                                       16.0: [one + "not all streams fit in memory"],
+                                                       32.0: sorted([one + "not all streams fit in memory",
+                                                                     two + "not all streams fit in memory"]),
+                                                       64.0: sorted([one + "not all streams fit in memory",
+                                                                     two + "not all streams fit in memory"])}
+    # each rig's crosses in its model's colour, a shape of their own
+    marks = {l.get_marker() for l in _spill_crosses(ax)}
+    assert len(marks) == 2 and {l.get_color() for l in _spill_crosses(ax)} == {plots._COLOURS[0]}
 
 
 def test_does_not_fit_crosses_past_every_fitting_point_are_inside_the_axes():
@@ -437,7 +477,7 @@ def test_throughput_where_nothing_fits_says_so():
     assert [l for l in ax.lines if l.get_marker() == "x" and len(l.get_xdata())]  # the crosses stay
     # and their colours are named: no line names the models here
     labels = ax.get_legend_handles_labels()[1]
-    assert "a: no concurrency fits" in labels and "b: no concurrency fits" in labels
+    assert "a · 1× RTX 3090: no concurrency fits" in labels and "b · 1× RTX 3090: no concurrency fits" in labels
 
 
 def test_y_axis_goes_log_where_values_span_decades():
@@ -796,3 +836,64 @@ def test_a_line_on_another_gets_marks_and_says_whose_line_it_lies_on():
     (one,), (on,) = _line(ax, "a · 1× RTX 3090"), _line(ax, "a · 2× RTX 3090")
     assert one.get_marker() == "s" and on.get_marker() == "D"
     assert on.get_label().endswith("(marks: on the 1× RTX 3090 (calibrated) line, within 1%)")
+
+
+def _major_labels(ax, axis):
+    lo, hi = sorted(axis.get_view_interval())
+    locs = [v for v in axis.get_majorticklocs() if lo <= v <= hi]
+    return [t for t in axis.get_major_formatter().format_ticks(locs) if t]
+
+
+def test_linear_value_axes_write_thousands_separators():
+    # the default report's prefill speed axis read 10000 and 12000 (and one_vs_two_cards' batched bar '1018',
+    # its axis 1000)
+    # while report.md writes '12,711'; a memory axis of a large model past a thousand GiB read 1200 too
+    import re
+    recs = []
+    for n in (1, 2):
+        rig = dict(BASE, n_cards=n, split="none" if n == 1 else "layer", link_gbps=None if n == 1 else 1.4)
+        for k, d in enumerate(DEPTHS):
+            recs.append(dict(rig, test="pp", model="a", n_depth=0, n_prompt=d, avg_ts=12711.0 * n - 1000 * k))
+            recs.append(dict(rig, test="tg", model="a", n_depth=d, avg_ts=1500.0 * n - 100 * k))
+            recs.append(dict(rig, test="mem", model="a", n_depth=d, mem_bytes=(1100 + 50 * k) * GIB,
+                             capacity_bytes=1600 * GIB, fits=True))
+        for c in (1, 2, 4, 8, 16):
+            recs.append(dict(rig, test="serve", model="a", n_depth=4096, concurrency=c, aggregate_tok_s=1018.0 * c * n))
+    figs = {"prefill_vs_prompt": plots.prefill_vs_prompt(recs).axes[0],
+            "generation_vs_context": plots.generation_vs_context(recs).axes[0],
+            "memory_vs_context": plots.memory_vs_context(recs).axes[0],
+            "throughput_vs_concurrency": plots.throughput_vs_concurrency(recs).axes[0]}
+    two = plots.one_vs_two_cards(recs)
+    figs.update({f"one_vs_two_cards[{i}]": ax for i, ax in enumerate(two.axes)})
+    for name, ax in figs.items():
+        _rend(ax.figure)
+        assert ax.get_yscale() == "linear", name
+        labels = _major_labels(ax, ax.yaxis)
+        assert any(re.fullmatch(r"\d{1,3}(,\d{3})+", t) for t in labels), (name, labels)
+        assert not any(re.search(r"\d{4}", t) for t in labels), (name, labels)
+        assert not ax.yaxis.get_offset_text().get_text(), name      # no '1e4' multiplier above the axis
+    bar_labels = [t.get_text().split("\n")[0] for t in two.axes[-1].texts]
+    assert bar_labels == ["16,288", "32,576"], bar_labels
+    assert [plots.linear_number(v) for v in (0, 0.25, 137.5, 1000, 12000, 2e6)] == \
+           ["0", "0.25", "137.5", "1,000", "12,000", "2,000,000"]
+
+
+def test_log_axis_under_half_a_decade_is_labelled_across():
+    # `search ... --models glm-4.7-flash --gpus rtx-3090,rtx-4090 --cards 1,2`: pareto.png's cost axis from $0.053
+    # to $0.17 read 0.06, 0.07, 0.08, 0.09, 0.1 and nothing above: the upper half of the axis without a label
+    fig = Figure()
+    ax = fig.subplots()
+    ax.set_yscale("log")
+    plots.plain_log_axis(ax.yaxis)
+    ax.set_ylim(0.053, 0.17)
+    _rend(fig)
+    major, minor = _tick_labels(ax.yaxis)
+    assert len(major) >= 3 and minor == [], major
+    ticks = [float(t) for t in major]
+    pts = [math.log(0.053)] + [math.log(t) for t in ticks] + [math.log(0.17)]
+    widest = max(b - a for a, b in zip(pts, pts[1:]))
+    assert widest <= math.log(0.17 / 0.053) / 3, major
+    # where 1-2-5 steps fit (a TTFT panel of 0.36 to 2.1 s) they stay
+    ax.set_ylim(0.36, 2.1)
+    _rend(fig)
+    assert _tick_labels(ax.yaxis) == (["0.5", "1", "2"], [])

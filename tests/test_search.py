@@ -115,6 +115,41 @@ def test_pareto_chart_tick_labels_do_not_overlap():
                 assert not any(a.overlaps(b) for b in boxes[i + 1:]), [t.get_text() for t in labels]
 
 
+def _visible_tick_labels(ax, axis):
+    lo, hi = sorted(ax.get_xlim() if axis is ax.xaxis else ax.get_ylim())
+    i = 0 if axis is ax.xaxis else 1
+    return [t.get_text() for t in axis.get_ticklabels(which="both")
+            if t.get_visible() and t.get_text() and lo <= t.get_position()[i] <= hi]
+
+
+def test_pareto_chart_narrow_ranges_get_two_labelled_ticks():
+    """`search --models glm-4.7-flash --gpus rtx-3090,rtx-4090 --cards 1,2` on azure-conv-2023[:300]: cost per
+    million tokens from $0.056 to $0.16 (under a decade) showed one labelled tick, '0.1': search drew with its own
+    tick helper, which fixed the steps from the limits when called (1-2-5: 0.05 and 0.2 fell outside); it now
+    uses plots.plain_log_axis, which picks the steps on the final limits."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    rows = []
+    for i, (g, c, t, c2) in enumerate(((564, 0.056, 15.0, 0.115), (601, 0.061, 9.14, 0.112), (714, 0.103, 5.09, 0.195),
+                                       (594, 0.106, 9.31, 0.189), (461, 0.160, 26.3, 0.340), (417, 0.150, 33.0, 0.345))):
+        rows.append(dict(status="evaluated", setup=f"m, card {i}, q4_K/f16, typical", feasible=False,
+                         max_goodput_tok_s=float(g), usd_per_mtok_at_max=c, ttft_p99_s=t, usd_per_mtok=c2))
+    obj = sr.Objective(ttft_slo_s=2.0, tpot_slo_s=0.1)
+    res = sr.SearchResult(trace={"trace": "t"}, objective=obj, records=rows, chosen=None,
+                          front_goodput=rows[:3], front_ttft=rows[1:3], prices=prices.load(),
+                          n_candidates=len(rows), pruned={}, reused=0)
+    fig = rs.pareto_chart(res)
+    FigureCanvasAgg(fig).draw()
+    import re
+    for ax in fig.axes:
+        for axis in (ax.xaxis, ax.yaxis):
+            labels = _visible_tick_labels(ax, axis)
+            assert len(labels) >= 2, labels
+            # plain numbers (plots.plain_number), never 10^-1 or 2x10^2
+            assert all(re.fullmatch(r"\d{1,3}(,\d{3})*(\.\d+)?|0\.\d+", t) for t in labels), labels
+    from glmbench.report import plots
+    assert all(isinstance(ax.yaxis.get_major_locator(), plots._PlainLogLocator) for ax in fig.axes)
+
+
 def test_max_rate_is_bracketed_by_replays():
     """The reported highest rate passes; 1 + tol above it fails (the bisection's bracket)."""
     tr = _azure(200)
@@ -551,3 +586,37 @@ def test_cli_decision_tree(tmp_path, capsys):
     assert (out / "decision_tree.md").read_text().startswith("# glmbench search: the study's decision tree")
     for s in rs.SHAPES:
         assert (out / s.name.replace(" ", "-") / "search.json").is_file()
+
+
+def test_pareto_front_staircase_runs_through_reached_corners():
+    """pareto.png's front staircase went through the corners no setup reaches: on the goodput panel from
+    (564 tok/s, $0.056) across to 601 tok/s at $0.056 (steps-post), on the TTFT panel down at 5.09 s to the
+    cost of the setup at 9.14 s (steps-pre). Every point of the drawn staircase is now reached or beaten by a
+    setup of the front (more goodput or less TTFT, and no more cost)."""
+    from matplotlib.cbook import STEP_LOOKUP_MAP
+    rows = []
+    for i, (g, c, t, c2) in enumerate(((564, 0.056, 15.0, 0.115), (601, 0.061, 9.14, 0.112), (714, 0.103, 5.09, 0.195),
+                                       (594, 0.106, 9.31, 0.189), (461, 0.160, 26.3, 0.340))):
+        rows.append(dict(status="evaluated", setup=f"m, card {i}, q4_K/f16, typical", feasible=False,
+                         max_goodput_tok_s=float(g), usd_per_mtok_at_max=c, ttft_p99_s=t, usd_per_mtok=c2))
+    fg = sr.pareto(rows, "max_goodput_tok_s", "usd_per_mtok_at_max", x_max=True)
+    ft = sr.pareto(rows, "ttft_p99_s", "usd_per_mtok", x_max=False)
+    assert len(fg) == 3 and len(ft) == 2
+    obj = sr.Objective(ttft_slo_s=2.0, tpot_slo_s=0.1)
+    res = sr.SearchResult(trace={"trace": "t"}, objective=obj, records=rows, chosen=None, front_goodput=fg,
+                          front_ttft=ft, prices=prices.load(), n_candidates=len(rows), pruned={}, reused=0)
+    fig = rs.pareto_chart(res)
+    for ax, front, xf, yf, more_x in ((fig.axes[0], fg, "max_goodput_tok_s", "usd_per_mtok_at_max", True),
+                                      (fig.axes[1], ft, "ttft_p99_s", "usd_per_mtok", False)):
+        (line,) = [ln for ln in ax.lines if ln.get_label() == "Pareto front"]
+        steps = STEP_LOOKUP_MAP[line.get_drawstyle()](line.get_xdata(), line.get_ydata())
+        path = list(zip(steps[0], steps[1]))
+        for x, y in path:
+            assert any((r[xf] >= x if more_x else r[xf] <= x) and r[yf] <= y for r in front), (xf, x, y)
+        # the staircase joins every setup of the front, from the first to the last
+        for r in front:
+            assert (r[xf], r[yf]) in path
+        assert path[0] == (front[0][xf], front[0][yf]) and path[-1] == (front[-1][xf], front[-1][yf])
+        # the marks stand on the setups only
+        marked = [path[i] for i in line.get_markevery()] if line.get_markevery() is not None else path
+        assert sorted(marked) == sorted((r[xf], r[yf]) for r in front)

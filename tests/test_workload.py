@@ -220,6 +220,28 @@ def test_trace_chart_legends_clear_of_the_title(ladder):
             assert not any(box.overlaps(ax.get_window_extent(r)) for ax in fig.axes)
 
 
+def test_trace_chart_bucket_labels_stand_apart(ladder):
+    """`glmbench trace azure-conv-2023`: trace_winners.png's seven bucket names on one 7-inch panel ran into
+    each other ('32-64K64-128K>=128K'); the footer wrote '19366 requests'."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from glmbench.report import plots
+    st = Study(models=("glm-4.7-flash", "qwen3-32b"), cards=(1, 2), depths=(1024,), concurrency=(1,))
+    res = workload.trace_study(st, ladder, progress=False)
+    res = dict(res, trace=dict(res["trace"], requests=19366))
+    for fig in (plots.trace_winners(res), plots.trace_latency(res)):
+        FigureCanvasAgg(fig).draw()
+        r = fig.canvas.get_renderer()
+        for ax in fig.axes:
+            labs = [t for t in ax.get_xticklabels() if t.get_visible() and t.get_text()]
+            assert [t.get_text() for t in labs][-1] == ">=128K"
+            boxes = [t.get_window_extent(r) for t in labs]
+            assert not any(a.overlaps(b) for i, a in enumerate(boxes) for b in boxes[i + 1:]), \
+                [t.get_text() for t in labs]
+            # and inside the figure
+            assert all(b.x0 >= 0 and b.y0 >= 0 for b in boxes)
+        assert "(19,366 requests," in fig._supxlabel.get_text()
+
+
 def test_trace_no_setup_fits_and_runtime_choice(capsys, ladder):
     rc, text, err = run(capsys, "trace", ladder, "--model", "qwen3-32b", "--weights", "bf16", "--cards", "1", "--json", "-q")
     assert rc == 0, err

@@ -47,6 +47,8 @@ _SINGLE_MARKS = ("_", "^", "D", "p")
 _SINGLE_STEP = 16.0
 # the markers of one setup's series at several contexts (throughput_vs_concurrency), hollow
 _CONTEXT_MARKS = ("o", "^", "D", "v", "p")
+# the "does not fit" marks of throughput_vs_concurrency, one per rig (in _Styler's rig order, as the line styles)
+_SPILL_MARKS = ("x", "+", "X", "P")
 
 # The fields that make one line on a chart: the same model on the same rig, formats and runtime.
 RIG_FIELDS = ("device", "n_cards", "split", "link_gbps", "weights", "type_k", "runtime")
@@ -130,11 +132,24 @@ class _PlainLogLocator(Locator):
         vmin, vmax = sorted((float(vmin), float(vmax)))
         if not (vmin > 0 and math.isfinite(vmax)):
             return LogLocator(base=10).tick_values(vmin, vmax)
-        for subs, need in self._STEPS:
+        for subs, need in self._STEPS[:-1]:
             ticks = LogLocator(base=10, subs=subs, numticks=12).tick_values(vmin, vmax)
             if sum(1 for t in ticks if vmin <= t <= vmax) >= need:
                 return ticks
-        return [t for t in AutoLocator().tick_values(vmin, vmax) if t > 0]
+        # under about half a decade: every whole step (0.06, 0.07, ... 0.1, then 0.2) or plain linear steps (0.06,
+        # 0.08, ... 0.16), whichever leaves the shorter stretch of the axis without a label (whole steps on
+        # $0.053-0.17 labelled nothing above 0.1, the upper half of the axis)
+        subs, need = self._STEPS[-1]
+        cands = [LogLocator(base=10, subs=subs, numticks=12).tick_values(vmin, vmax),
+                 [t for t in AutoLocator().tick_values(vmin, vmax) if t > 0]]
+        cands = [c for c in cands if sum(1 for t in c if vmin <= t <= vmax) >= need] or cands[-1:]
+        return min(cands, key=lambda c: self._widest_gap(c, vmin, vmax))
+
+    @staticmethod
+    def _widest_gap(ticks, vmin, vmax) -> float:
+        """The longest stretch of the axis (log) between labelled ticks or a tick and an end."""
+        pts = [math.log(vmin)] + sorted(math.log(t) for t in ticks if vmin <= t <= vmax) + [math.log(vmax)]
+        return max(b - a for a, b in zip(pts, pts[1:]))
 
 
 def plain_log_axis(axis, unit: str = "") -> None:
@@ -144,6 +159,25 @@ def plain_log_axis(axis, unit: str = "") -> None:
     axis.set_major_locator(_PlainLogLocator())
     axis.set_major_formatter(FuncFormatter(lambda v, _pos: plain_number(v, unit)))
     axis.set_minor_formatter(NullFormatter())
+
+
+def linear_number(v: float, unit: str = "") -> str:
+    """A tick value of a linear axis with thousands separators, as report.md writes its figures: 12,000 (never
+    12000, nor 1.2 under a '1e4' offset), 0.25, 137.5 (a tick a 2.5 step puts there, never rounded)."""
+    v = float(v)
+    if abs(v) >= 1000:
+        s = f"{v:,.2f}".rstrip("0").rstrip(".")
+    else:
+        s = f"{v:.6g}"
+        if "e" in s:
+            s = f"{v:.12f}".rstrip("0").rstrip(".")
+    return ("0" if s in ("-0", "") else s) + unit
+
+
+def plain_linear_axis(axis, unit: str = "") -> None:
+    """Label a linear value axis (`ax.yaxis`: tokens/s, tokens, GiB) with linear_number: matplotlib's own labels
+    read 10000 and 12000 beside report.md's '12,711', and past a million put a '1e6' multiplier above the axis."""
+    axis.set_major_formatter(FuncFormatter(lambda v, _pos: linear_number(v, unit)))
 
 
 def _as_records(records: Sequence[dict]) -> list[dict]:
@@ -449,6 +483,7 @@ def _y_axis(ax, values, label: str) -> bool:
         return True
     ax.set_ylabel(label)
     _from_zero(ax)
+    plain_linear_axis(ax.yaxis)
     return False
 
 
@@ -768,6 +803,7 @@ def memory_vs_context(records: Sequence[dict], *, title: str | None = None) -> F
         ax.set_ylim(min(v for v in values if v > 0) / 1.5, top * 1.5)
     else:
         ax.set_ylabel("memory on the fullest card (GiB)")
+        plain_linear_axis(ax.yaxis)
         ax.set_ylim(0, top * 1.1)
     _reveal_coinciding(ax)
     ax.set_title(title or "Memory vs context")
@@ -873,24 +909,33 @@ def throughput_vs_concurrency(records: Sequence[dict], *, title: str | None = No
             _plot_series(ax, styler, ok, "concurrency", "aggregate_tok_s",
                          label=f"{s[0]['model']} · {rig_label(s[0])}{ctx}", mark=mark, dx=dx)
     bad = [r for r in recs if r.get("fits") is False]
-    # one cross per model and concurrency; the models' crosses at one concurrency stacked upwards,
-    # so that one model's cross does not hide another's
-    crosses = list(dict.fromkeys((float(r["concurrency"]), styler.colour(r.get("model"))) for r in bad))
-    seen: dict = defaultdict(int)
-    for c, colour in crosses:
-        # a concurrency whose streams do not all fit in memory: a cross at zero in the model's
-        # colour, since the throughput of the streams that fit is not what was asked
-        k = seen[c]
-        seen[c] += 1
-        ax.plot([c], [0], "x", color=colour, ms=8, mew=2, clip_on=False, zorder=4,
-                transform=offset_copy(ax.transData, fig=fig, y=9 * k, units="points"))
+    # one cross per setup (model and rig) and concurrency, in the colour of its model's line and the shape of its
+    # rig (_SPILL_MARKS: the first rig's x, the next's +, as the first rig's line is solid, the next's dashed);
+    # named in the legend with model and rig: one red cross per model at 8, 16 and 32 streams said nothing of
+    # which rig (one card or two) ran out of memory there. The setups' crosses at one concurrency are stacked
+    # upwards from zero in the legend's order, so that one does not hide another
+    rows = list(dict.fromkeys((str(r.get("model")),) + _rig_key(r) for r in sorted(
+        bad, key=lambda r: (str(r.get("model")), styler.rigs[_rig_key(r)]))))
+    lined = {(str(s[0].get("model")),) + _rig_key(s[0]) for s in _series([r for r in recs if r.get("fits") is not False],
+                                                                          "concurrency").values()}
+    crosses = list(dict.fromkeys((float(r["concurrency"]), (str(r.get("model")),) + _rig_key(r)) for r in bad))
+    first = {}
+    for r in bad:
+        first.setdefault((str(r.get("model")),) + _rig_key(r), r)
+    for c in dict.fromkeys(c for c, _ in crosses):
+        here = sorted((setup for c2, setup in crosses if c2 == c), key=rows.index)
+        for k, setup in enumerate(here):
+            # a concurrency whose streams do not all fit in memory: a cross at zero, since the throughput of
+            # the streams that fit is not what was asked
+            r0 = first[setup]
+            ax.plot([c], [0], _spill_mark(styler, r0), color=styler.colour(r0.get("model")), ms=8, mew=2,
+                    clip_on=False, zorder=4, transform=offset_copy(ax.transData, fig=fig, y=9 * k, units="points"))
+    for setup in rows:
+        r0 = first[setup]
+        ax.plot([], [], _spill_mark(styler, r0), color=styler.colour(r0.get("model")), ms=8, mew=2,
+                label=f"{r0.get('model')} · {rig_label(r0)}: "
+                      + ("no concurrency fits" if setup not in lined else "not all streams fit in memory"))
     if bad:
-        ax.plot([], [], "x", color="0.3", ms=8, mew=2, label="not all streams fit in memory (model colour)")
-        # models with no line have their colour named here, or the crosses' colours named nothing
-        for m in sorted({str(r.get("model")) for r in bad} - {str(s[0].get("model")) for s in
-                                                                _series([r for r in recs if r.get("fits") is not False],
-                                                                        "concurrency").values()}):
-            ax.plot([], [], "x", color=styler.colour(m), ms=8, mew=2, label=f"{m}: no concurrency fits")
         # the crosses' offset transform does not widen the x range: a cross past every fitting point
         # (one rig running out at 8 streams) fell right of the axes, off the figure
         ax.update_datalim([(c, 0.0) for c, _ in crosses], updatey=False)
@@ -904,12 +949,13 @@ def throughput_vs_concurrency(records: Sequence[dict], *, title: str | None = No
     ax.set_ylabel("throughput (generated tokens/s, all streams)")
     if drawn:
         _from_zero(ax)
+        plain_linear_axis(ax.yaxis)
     else:
         # every point spills: a frame of crosses on a 0-0.05 tokens/s scale read as a measured zero
         ax.set_ylim(0, 1)
         ax.set_yticks([])
         ax.text(0.5, 0.55, "no setup fits its streams in memory at any concurrency drawn\n(the crosses: "
-                "where each model was priced)", transform=ax.transAxes, ha="center", va="center", fontsize=9,
+                "where each setup was priced)", transform=ax.transAxes, ha="center", va="center", fontsize=9,
                 color="0.3")
     _reveal_coinciding(ax, lambda v: f"{v:g}")
     ctx = f" at {tokens_label(depths[0])} context per stream" if len(depths) == 1 and depths[0] else ""
@@ -918,6 +964,10 @@ def throughput_vs_concurrency(records: Sequence[dict], *, title: str | None = No
     _footer(fig, recs)
     _legends_clear_of_data(fig, [ax])
     return fig
+
+
+def _spill_mark(styler, r) -> str:
+    return _SPILL_MARKS[styler.rigs[_rig_key(r)] % len(_SPILL_MARKS)]
 
 
 def _batched_decode(records) -> list[dict]:
@@ -1011,7 +1061,7 @@ def one_vs_two_cards(records: Sequence[dict], *, short_depth: int | None = None,
                        hatch=None if fits else "xx", edgecolor="black", lw=0.6,
                        yerr=[[val - float(lo)], [float(hi) - val]] if band else None, capsize=3,
                        error_kw=dict(ecolor="0.2", lw=1))
-                ax.annotate(f"{val:.0f}" + (f"\n±{100 * (float(hi) - val) / val:.0f}%" if band and val else "")
+                ax.annotate(f"{val:,.0f}" + (f"\n±{100 * (float(hi) - val) / val:.0f}%" if band and val else "")
                             + ("" if fits else "\nspills"), xy=(x, float(hi) if band else val), xytext=(0, 2),
                             textcoords="offset points", ha="center", va="bottom", fontsize=7)
         ax.set_xticks(range(len(models)), models, fontsize=8)
@@ -1028,6 +1078,7 @@ def one_vs_two_cards(records: Sequence[dict], *, short_depth: int | None = None,
         ax.grid(False, axis="x")
     for ax, (_name, test, _depth) in zip(axes, panels):
         ax.set_ylabel("tokens/s (one stream)" if test == "tg" else "tokens/s (all streams)")
+        plain_linear_axis(ax.yaxis)
     # the shades alone (grey, no hatch): handles taken from the first model's bars took its colour, a
     # spilling bar's hatch ('spills' read as '1 card'), and no entry where that model had no bar
     from matplotlib.patches import Patch
@@ -1216,7 +1267,7 @@ def _trace_footer(fig: Figure, res: dict) -> None:
     t = res["trace"]
     s = res["slo"]
     note = (f"{evidence_text(res)}\n"
-            f"replay of {t['trace']} ({t['requests']} requests, rate x{t.get('rate_scale', 1.0):g}) on the cost model; "
+            f"replay of {t['trace']} ({t['requests']:,} requests, rate x{t.get('rate_scale', 1.0):g}) on the cost model; "
             f"targets TTFT <= {s['ttft_s']:g} s, TPOT <= {s['tpot_s']:g} s; "
             f"server: {res['server']['max_num_seqs']} seqs, {res['server']['max_batched_tokens']}-token steps")
     fig.get_layout_engine().set(h_pad=0.1)
@@ -1230,7 +1281,9 @@ def trace_winners(res: dict, *, title: str | None = None) -> Figure:
     modes = sorted({w["prefix_cache"] for w in res["winners"]}, reverse=True)
     setups = [r["setup"] for r in res["runs"] if r["prefix_cache"] == res["runs"][0]["prefix_cache"]]
     colour = {s: _COLOURS[i % len(_COLOURS)] for i, s in enumerate(setups)}
-    fig, axes = _new_figure(len(modes), width=7.0, height=5.0)
+    # one panel 8.5 inches wide: the legend right of it takes about 2.6, and the seven bucket names under a
+    # narrower one ran into each other
+    fig, axes = _new_figure(len(modes), width=7.0 if len(modes) > 1 else 8.5, height=5.0)
     names = [b[0] for b in BUCKETS]
     for ax, p in zip(axes, modes):
         ws = {w["bucket"]: w for w in res["winners"] if w["prefix_cache"] == p}
@@ -1240,10 +1293,11 @@ def trace_winners(res: dict, *, title: str | None = None) -> Figure:
                 continue
             ax.bar(i, w["tokens"] / 1e6, color=colour.get(w["winner"], "0.6"), edgecolor="black", lw=0.6,
                    hatch="//" if w.get("tie") else None)
-            ax.text(i, w["tokens"] / 1e6, f"{w['requests']} req", ha="center", va="bottom", fontsize=7)
+            ax.text(i, w["tokens"] / 1e6, f"{w['requests']:,} req", ha="center", va="bottom", fontsize=7)
         ax.set_xticks(range(len(names)), names)
         ax.set_xlabel("prompt length bucket (tokens)")
         ax.set_ylabel("tokens in the bucket (millions, prompt + output)")
+        plain_linear_axis(ax.yaxis)
         ax.set_title("with prefix caching" if p else "without prefix caching", fontsize=10)
     from matplotlib.patches import Patch
     import textwrap
