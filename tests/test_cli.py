@@ -575,3 +575,30 @@ def test_sweep_table_says_the_split_link_and_offload_of_each_row(capsys):
 def test_search_option_values_are_checked_as_search_takes_them(capsys, args, want):
     rc, _, err = run(capsys, "search", "--trace", "azure-conv-2023", *args)
     assert want in one_line_error(rc, err)
+
+
+def test_ctrl_c_while_the_cli_still_imports_is_one_line_and_130():
+    # `glmbench sweep` interrupted in its first second (the CLI's imports) printed a traceback from inside
+    # an import; the console script's entry point (glmbench.__main__:entry) ends it as main ends a Ctrl-C
+    import subprocess
+    import sys
+    code = ("import sys, importlib.abc\n"
+            "class Stop(importlib.abc.MetaPathFinder):\n"
+            "    def find_spec(self, name, path, target=None):\n"
+            "        if name == 'glmbench.cli':\n"
+            "            raise KeyboardInterrupt\n"
+            "        return None\n"
+            "sys.meta_path.insert(0, Stop())\n"
+            "from glmbench.__main__ import entry\n"
+            "sys.exit(entry())\n")
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert p.returncode == 130, p.stderr
+    assert "Traceback" not in p.stderr
+    assert p.stderr.strip() == "glmbench: interrupted while starting; nothing was run or written"
+
+
+def test_the_console_script_runs_the_entry_point():
+    import tomllib
+    from pathlib import Path
+    scripts = tomllib.loads((Path(__file__).parent.parent / "pyproject.toml").read_text())["project"]["scripts"]
+    assert scripts["glmbench"] == "glmbench.__main__:entry"
