@@ -551,3 +551,15 @@ def test_a_speculative_serving_run_is_left_out_with_its_reason(tmp_path):
     assert len(im.read(write(tmp_path, "s.jsonl", json.dumps(line) + "\n"))) == 1
     with pytest.raises(im.FormatError, match=r"s2.jsonl:1: speculative decoding \(accept_length 3.21\)"):
         im.read(write(tmp_path, "s2.jsonl", json.dumps(dict(line, accept_length=3.21)) + "\n"))
+
+
+def test_a_json_integer_past_a_floats_range_is_one_error(tmp_path):
+    # a 400-digit avg_ts in a llama-bench -o json file raised OverflowError from math.isfinite (a traceback)
+    row = {"model_type": "llama 8B Q4_K - Medium", "gpu_info": "NVIDIA GeForce RTX 3090", "n_prompt": 512, "n_gen": 0,
+           "n_depth": 0, "type_k": "f16", "type_v": "f16", "n_ubatch": 512, "flash_attn": False,
+           "avg_ts": int("9" * 400), "stddev_ts": 0.0, "avg_ns": 1, "test_time": "2024-01-01T00:00:00Z",
+           "model_size": 4920000000, "model_n_params": 8030000000, "backends": "CUDA", "n_gpu_layers": 99}
+    p = tmp_path / "lb.json"
+    p.write_text(json.dumps([row]))
+    with pytest.raises(ValueError, match=r"lb\.json:1: field `avg_ts` must be a finite number, got a 400-digit integer"):
+        im.read(str(p))

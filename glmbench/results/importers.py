@@ -1478,6 +1478,9 @@ def _num(ctx, line, field, v, *, integer=False, required=True, positive=False, m
             _fail(ctx.path, line, f"field `{field}` must be a number, got {v!r}")
     if isinstance(v, float) and math.isnan(v) and not required:
         return None  # an optional statistic a tool could not compute (a mean TPOT of one-token outputs)
+    if isinstance(v, int) and not isinstance(v, bool) and abs(v) > 2 ** 1023:
+        # (math.isfinite raised OverflowError on a JSON integer past a float's range)
+        _fail(ctx.path, line, f"field `{field}` must be a finite number, got a {len(str(abs(v)))}-digit integer")
     if not isinstance(v, (int, float)) or not math.isfinite(v):
         _fail(ctx.path, line, f"field `{field}` must be a finite number, got {v!r}")
     if positive and not v > 0:
