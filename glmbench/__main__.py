@@ -4,7 +4,7 @@ import sys
 
 def entry() -> int:
     """The console script's entry point: the CLI's main, with a Ctrl-C that comes while the CLI's imports
-    are still loading (about a second: NumPy, matplotlib) ended as main ends one, exit status 130 and one
+    are still loading (half a second: NumPy, the cost model) ended as main ends one, exit status 130 and one
     line, not a traceback from inside an import (nothing has been written then)."""
     try:
         from glmbench.cli import main

@@ -33,8 +33,6 @@ import tempfile
 from glmbench import __version__, report, vocab
 from glmbench.models import configs
 from glmbench.predict import hardware
-from glmbench.report import plots
-from glmbench.results import importers
 from glmbench.results.compare import compare, file_letters, paired_tg_lengths, repeated_points, summarize, tg_lengths_sentence
 from glmbench.report import Study
 from glmbench.results import records as rec
@@ -1304,6 +1302,7 @@ def cmd_plot(args) -> int:
     base = args.file if os.path.isfile(args.file) else os.path.basename(args.file)
     out = args.out if args.out is not None else os.path.splitext(base)[0] + "-charts"
     _check_out_folder(out, "--out", False)
+    from glmbench.report import plots   # matplotlib: only the commands that draw load it
     paths = plots.save_charts(recs, out)
     if not paths:
         raise UserError(f"{args.file}: nothing to draw (no tg, pp, mem or serve records)")
@@ -1339,6 +1338,7 @@ def _read(path, *, model=None, default_model=None, need_model=False, option=None
     if not os.path.exists(path):
         raise UserError(f"{option} {path}: no such file" if option else f"no such file: {path}")
     notices: list = []
+    from glmbench.results import importers   # (its readers: only the commands that read a result file)
     with _gc_paused():
         recs = importers.read(path, model=model, default_model=default_model, notices=notices)
     if need_model and any(not r.get("model") for r in recs):

@@ -243,7 +243,7 @@ def test_cli_read_pauses_the_collector(tmp_path, monkeypatch):
     p.write_text(_bench_json(5))
     states = []
     real = im.read
-    monkeypatch.setattr(cli.importers, "read", lambda *a, **k: states.append(gc.isenabled()) or real(*a, **k))
+    monkeypatch.setattr(im, "read", lambda *a, **k: states.append(gc.isenabled()) or real(*a, **k))
     assert gc.isenabled()
     try:
         recs = cli._read(str(p))

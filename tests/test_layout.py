@@ -19,7 +19,7 @@ PREDICTION = ("glmbench", "glmbench.vocab", "glmbench.models", "glmbench.models.
               "glmbench.predict.crossover", "glmbench.results.public",
               "glmbench.results", "glmbench.results.records", "glmbench.results.compare", "glmbench.results.importers",
               "glmbench.report", "glmbench.report.workload", "glmbench.report.findings", "glmbench.report.study",
-              "glmbench.report.render",
+              "glmbench.report.render", "glmbench.report.labels",
               "glmbench.report.plots", "glmbench.cli")
 # What the prediction side must not load: compiled code and the measured side.
 MEASURED = ("glmbench.core", "glmbench.cuda", "glmbench.measure", "glmbench.models.model", "glmbench.bench")
@@ -143,6 +143,71 @@ def test_importing_the_prediction_side_loads_no_compiled_code():
     env = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, cwd=ROOT)
     assert r.returncode == 0, r.stdout + r.stderr
+
+
+def _fresh(code: str, tmp_path) -> subprocess.CompletedProcess:
+    env = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    env.pop("MPLBACKEND", None)
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, cwd=tmp_path)
+
+
+# a command run by main() in the interpreter the code above it set up; its output kept, its status checked
+_RUN = (
+    "import contextlib, io, sys\n"
+    "from glmbench.cli import main\n"
+    "def run(*argv, absent=('matplotlib',)):\n"
+    "    out, err = io.StringIO(), io.StringIO()\n"
+    "    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):\n"
+    "        rc = main(list(argv))\n"
+    "    assert rc == 0, (argv, rc, err.getvalue())\n"
+    "    loaded = [m for m in absent if m in sys.modules]\n"
+    "    assert not loaded, f'glmbench {\" \".join(argv)} loaded {loaded}'\n"
+    "    return out.getvalue()\n")
+
+
+def test_light_commands_never_load_matplotlib(tmp_path):
+    """`glmbench models`, `hardware`, `runtimes`, `compare`, `sweep` draw nothing: in a fresh interpreter,
+    `import glmbench.cli` and each of them leave matplotlib (0.35 s of the CLI's start, when cli.py and
+    report/__init__.py imported report.plots at their top) unloaded; the commands that read no result file
+    and show no bar load neither the importers nor tqdm either."""
+    code = _RUN + (
+        "assert 'matplotlib' not in sys.modules\n"
+        "light = ('matplotlib', 'tqdm', 'glmbench.results.importers', 'glmbench.report.plots')\n"
+        "assert 'glm-4.7-flash' in run('models', absent=light)\n"
+        "assert 'rtx-3090' in run('hardware', absent=light)\n"
+        "assert 'llama.cpp' in run('runtimes', absent=light)\n"
+        "assert '4096' in run('sweep', '--depths', '1K,4K', '--quiet', absent=light[:2])\n"
+        "run('sweep', '--depths', '1K,4K', '--out', 'points.json')\n"
+        "assert 'points.json' in run('compare', 'points.json')\n"
+        "run('compare', 'points.json', 'points.json')\n"
+        "assert 'tqdm' in sys.modules and 'glmbench.results.importers' in sys.modules   # (they did run)\n")
+    r = _fresh(code, tmp_path)
+    assert r.returncode == 0, r.stdout + r.stderr
+
+
+def test_report_and_plot_still_draw(tmp_path):
+    """What draws still loads matplotlib where it draws, and headless: `glmbench report` and `glmbench plot`
+    write real PNGs from the same interpreter as the light commands, through matplotlib's Agg canvas
+    without pyplot (no GUI backend is ever chosen, MPLBACKEND unset)."""
+    code = _RUN + (
+        "import os\n"
+        "run('models')\n"
+        "run('report', '--depths', '1K,4K', '--out', 'rep', '--quiet', absent=('matplotlib.pyplot',))\n"
+        "assert 'matplotlib' in sys.modules and 'glmbench.report.plots' in sys.modules\n"
+        "pngs = sorted(f for f in os.listdir('rep') if f.endswith('.png'))\n"
+        "assert 'generation_vs_context.png' in pngs and 'mla_crossover.png' in pngs, pngs\n"
+        "run('sweep', '--depths', '1K,4K', '--quiet', '--out', 'points.json', absent=())\n"
+        "shown = run('plot', 'points.json', '--out', 'charts', absent=('matplotlib.pyplot',)).split()\n"
+        "assert shown and all(p.endswith('.png') for p in shown), shown\n"
+        "for p in [os.path.join('rep', f) for f in pngs] + shown:\n"
+        "    with open(p, 'rb') as f:\n"
+        "        b = f.read()\n"
+        "    assert b[:8] == b'\\x89PNG\\r\\n\\x1a\\n' and len(b) > 10000, (p, len(b))\n"
+        "print(len(pngs), len(shown))\n")
+    r = _fresh(code, tmp_path)
+    assert r.returncode == 0, r.stdout + r.stderr
+    n_report, n_plot = map(int, r.stdout.split()[-2:])
+    assert n_report >= 5 and n_plot >= 3
 
 
 def test_mla_strategy_names_agree_with_the_c_core():

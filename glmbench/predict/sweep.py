@@ -18,8 +18,6 @@ import os
 import time
 from typing import Iterable, Sequence
 
-from tqdm import tqdm
-
 from glmbench import __version__, vocab
 from glmbench.predict import costmodel as cm
 from glmbench.results import records as rec
@@ -154,6 +152,7 @@ def predict(models, setups, depths: Sequence[int], tests: Sequence[str] = ("tg",
         done = {_key(r): r for r in rec.read_existing(path)}
     it = grid
     if progress:
+        from tqdm import tqdm   # (loaded where a bar is shown)
         it = tqdm(grid, desc="predict", unit="setup")
     recs: list[dict] = []
     seen: set = set()    # the points priced: one asked for twice (a model or a test named twice) is one record,

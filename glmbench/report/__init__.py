@@ -11,7 +11,8 @@ RTX 3090 cards over the 1.4 GB/s link the study measured between them, depths 1K
 
 The parts: report/study.py (the Study, its setups and predictions), report/findings.py (the
 study's findings as a search over dense models, runtimes and card counts), report/render.py
-(report.md, a function per section), report/plots.py (the charts); `run` joins them.
+(report.md, a function per section), report/plots.py (the charts; imported by `run` where it draws, so that
+`import glmbench.report` loads no matplotlib); `run` joins them.
 """
 from __future__ import annotations
 
@@ -21,7 +22,6 @@ import os
 from typing import Sequence
 
 from glmbench.report import findings as findings_mod
-from glmbench.report import plots
 from glmbench.report.render import render
 # the study's names stay importable from glmbench.report (report.Study, report.sweep, ...)
 from glmbench.report.study import (GIB, OFFLOAD_PROMPT, WORKLOADS, Study, Workload, ceilings, decisions,  # noqa: F401
@@ -70,6 +70,7 @@ def run(study: Study | None = None, out: str | os.PathLike = "glmbench-report", 
     rec.atomic_write_text(os.path.join(out, "decisions.json"),
                           json.dumps(_finite(decs), indent=1, default=_jsonable) + "\n")
     finds = findings_mod.findings(study)
+    from glmbench.report import plots   # matplotlib: loaded by what draws, not by `import glmbench.report`
     charts = plots.save_charts(records, out)
     if finds is None:
         _remove_stale(out, ("mla_crossover.png", "findings.json"))

@@ -27,7 +27,7 @@ from glmbench.predict import costmodel as cm
 from glmbench.predict import crossover as cx
 from glmbench.predict import hardware as hw
 from glmbench.predict import sweep as sw
-from glmbench.report.plots import approx_tokens, tokens_label
+from glmbench.report.labels import approx_tokens, tokens_label
 
 MLA_MODEL = "glm-4.7-flash"
 STUDY_ERA = "ik-llama-before-mla-fix"   # the runtime of the study's own measurements (docs/SOURCES.md §6)

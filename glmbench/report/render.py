@@ -12,8 +12,8 @@ from typing import Sequence
 from glmbench import __version__, vocab
 from glmbench.predict import costmodel as cm
 from glmbench.predict import runtime as rtm
-from glmbench.report import plots
-from glmbench.report.plots import rig_label, tokens_label
+from glmbench.report import labels
+from glmbench.report.labels import rig_label, tokens_label
 from glmbench.report.study import GIB, OFFLOAD_PROMPT, Study
 from glmbench.results.compare import measured_predicted_pairs, test_label, tg_lengths_sentence
 
@@ -100,11 +100,11 @@ def _generation(pred, study: Study, ceils=None) -> list:
     L = []
     if tg:
         L += ["## Generation speed vs context", "", "![generation speed](generation_vs_context.png)", ""]
-        cx = plots.crossovers(tg)
+        cx = labels.crossovers(tg)
         if cx:
             rows = []
             for c in cx:
-                rows.append([c["rig"], " vs ".join(c["models"]), f"≈ {plots.approx_tokens(c['x'])}",
+                rows.append([c["rig"], " vs ".join(c["models"]), f"≈ {labels.approx_tokens(c['x'])}",
                              c["faster_before"], c["faster_after"]])
             L += ["**Crossovers found** (where one model's decode speed overtakes the other's):", "",
                   _md_table(rows, ["rig", "models", "context", "faster before", "faster after"]), ""]
@@ -200,9 +200,9 @@ def _memory(pred, study: Study, ceils) -> list:
         rows = []
         for c in ceils or ():
             ctx, native = c["max_context"], c["native_context"]
-            limit = (f"{plots.approx_tokens(ctx)} tokens" if ctx < 2 ** 40 else "unlimited") if ctx else "does not fit"
+            limit = (f"{labels.approx_tokens(ctx)} tokens" if ctx < 2 ** 40 else "unlimited") if ctx else "does not fit"
             if ctx and native and ctx > native:
-                if plots.approx_tokens(ctx) == _tok(native):   # 41,214 and 40,960 both round to 40K: exact figures
+                if labels.approx_tokens(ctx) == _tok(native):   # 41,214 and 40,960 both round to 40K: exact figures
                     limit = f"{ctx:,.0f} tokens (beyond the model's {native:,.0f} positions)"
                 else:
                     limit += f" (beyond the model's {_tok(native)} positions)"
@@ -576,7 +576,7 @@ def _cross(r) -> str:
     x = r["crossover_depth"]
     if x is None:
         return f"none up to {_tok(r['max_depth'])}"
-    return "from the start" if x == 0.0 else f"≈ {plots.approx_tokens(x)}"
+    return "from the start" if x == 0.0 else f"≈ {labels.approx_tokens(x)}"
 
 
 def _beyond_native(cfg, w: dict) -> str:

@@ -17,7 +17,6 @@ from glmbench.predict import costmodel as cm
 from glmbench.predict import hardware
 from glmbench.predict import sweep as sw
 from glmbench.results import records as rec
-from glmbench._progress import tqdm
 
 GIB = 1024 ** 3
 
@@ -266,6 +265,7 @@ def sweep(study: Study, tests: Sequence[str] = ("tg", "pp", "mem", "serve"), *, 
         calls.append(dict(depths=(study.serve_context,), tests=("serve",), concurrency=study.concurrency))
     bar = None
     if progress:   # a tick per setup of each grid: a sweep of many models shows its rate and ETA
+        from glmbench._progress import tqdm   # (loaded where a bar is shown)
         bar = tqdm(total=len(calls) * n_setups, desc="predict", unit="setup")
     recs: list[dict] = []
     try:
