@@ -281,3 +281,30 @@ def test_study_point_line_says_one_stream_not_one_streams(ladder):
     text = workload.render(res, [])
     assert "1 streams" not in text
     assert "1 stream " in text and "8 streams " in text
+
+
+def test_trace_winners_says_no_requests_in_an_empty_bucket(tmp_path):
+    """`glmbench trace azure-conv-2023`: trace_winners.png showed nothing in its 16-32K to >=128K buckets, and a
+    reader could not tell an empty bucket from a missing bar; each empty bucket now says "no requests", inside
+    its panel (the last one sat on the right spine), apart from the other labels; a bucket with requests does not."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from glmbench.report import plots
+    p = tmp_path / "short.csv"
+    p.write_text("arrival_s,prompt_tokens,output_tokens\n" +
+                 "".join(f"{2.0 * i},{n},32\n" for i, n in enumerate([500, 3000, 6000] * 2)))
+    st = Study(models=("glm-4.7-flash", "qwen3-32b"), cards=(1, 2), depths=(1024,), concurrency=(1,))
+    res = workload.trace_study(st, str(p), progress=False)
+    fig = plots.trace_winners(res)
+    FigureCanvasAgg(fig).draw()
+    r = fig.canvas.get_renderer()
+    (ax,) = fig.axes
+    names = [t.get_text() for t in ax.get_xticklabels()]
+    empty = {w["bucket"] for w in res["winners"] if not w["requests"]}
+    assert empty == {"8-16K", "16-32K", "32-64K", "64-128K", ">=128K"}
+    notes = [t for t in ax.texts if " ".join(t.get_text().split()) == "no requests"]
+    assert sorted(names[round(t.get_position()[0])] for t in notes) == sorted(empty)
+    boxes = [t.get_window_extent(r) for t in ax.texts]
+    for t in notes:
+        b = t.get_window_extent(r)
+        assert ax.bbox.x0 <= b.x0 and b.x1 <= ax.bbox.x1 and ax.bbox.y0 <= b.y0 and b.y1 <= ax.bbox.y1
+        assert sum(b.overlaps(o) for o in boxes) == 1          # itself only

@@ -1290,11 +1290,16 @@ def trace_winners(res: dict, *, title: str | None = None) -> Figure:
         for i, n in enumerate(names):
             w = ws.get(n)
             if not w or not w["requests"]:
+                # said in the bucket: an empty slot read as a missing bar (16-32K to >=128K on azure-conv-2023)
+                ax.text(i, 0.0, "no\nrequests", transform=offset_copy(ax.transData, fig=fig, y=3, units="points"),
+                        ha="center", va="bottom", fontsize=7, color="0.4", style="italic")
                 continue
             ax.bar(i, w["tokens"] / 1e6, color=colour.get(w["winner"], "0.6"), edgecolor="black", lw=0.6,
                    hatch="//" if w.get("tie") else None)
             ax.text(i, w["tokens"] / 1e6, f"{w['requests']:,} req", ha="center", va="bottom", fontsize=7)
         ax.set_xticks(range(len(names)), names)
+        # every bucket's slot whole: from the bars alone an empty last bucket sat on the right spine
+        ax.set_xlim(-0.6, len(names) - 0.4)
         ax.set_xlabel("prompt length bucket (tokens)")
         ax.set_ylabel("tokens in the bucket (millions, prompt + output)")
         plain_linear_axis(ax.yaxis)
