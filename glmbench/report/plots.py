@@ -516,7 +516,20 @@ def covers_data(ax, bbox) -> bool:
             return True
         if line.get_marker() not in (None, "None", "", " ") and any(box.contains(*v) for v in path.vertices):
             return True
+    from matplotlib.collections import PathCollection
     for coll in ax.collections:
+        if isinstance(coll, PathCollection):
+            # a scatter's dots: its paths are the marker shape at the origin, its points the offsets; a dot
+            # counts where the box reaches its disc's bounding square (sizes in points squared)
+            pts = coll.get_offset_transform().transform(np.asarray(coll.get_offsets(), float))
+            sizes = np.resize(np.asarray(coll.get_sizes(), float), len(pts)) if len(coll.get_sizes()) else \
+                np.zeros(len(pts))
+            rad = np.sqrt(sizes) / 2 * ax.figure.dpi / 72
+            (x0, y0), (x1, y1) = box.get_points()
+            if np.any((pts[:, 0] + rad >= x0) & (pts[:, 0] - rad <= x1) & (pts[:, 1] + rad >= y0) &
+                      (pts[:, 1] - rad <= y1)):
+                return True
+            continue
         tr = coll.get_transform()
         for p in coll.get_paths():
             if len(p.vertices) and tr.transform_path(p).intersects_bbox(box, filled=True):
