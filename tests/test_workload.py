@@ -308,3 +308,41 @@ def test_trace_winners_says_no_requests_in_an_empty_bucket(tmp_path):
         b = t.get_window_extent(r)
         assert ax.bbox.x0 <= b.x0 and b.x1 <= ax.bbox.x1 and ax.bbox.y0 <= b.y0 and b.y1 <= ax.bbox.y1
         assert sum(b.overlaps(o) for o in boxes) == 1          # itself only
+
+
+def test_trace_latency_says_no_requests_and_draws_no_line_across_an_empty_bucket(tmp_path):
+    """trace_latency.png: a bucket without requests was blank (azure-code-2023: 8-16K to >=128K), a line ran
+    straight across an empty bucket between two that held requests, as if it held one, and the <4K points sat
+    on the left spine. Each empty bucket now says "no requests" (clear of the lines, the target and its label),
+    every line breaks there, and each bucket's slot lies inside the panel."""
+    import math
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from glmbench.report import plots
+    p = tmp_path / "gap.csv"
+    p.write_text("arrival_s,prompt_tokens,output_tokens\n" +
+                 "".join(f"{2.0 * i},{n},32\n" for i, n in enumerate([500, 3000, 20000] * 2)))
+    st = Study(models=("glm-4.7-flash", "qwen3-32b"), cards=(1, 2), depths=(1024,), concurrency=(1,))
+    res = workload.trace_study(st, str(p), progress=False)
+    fig = plots.trace_latency(res)
+    FigureCanvasAgg(fig).draw()
+    r = fig.canvas.get_renderer()
+    empty = {"4-8K", "8-16K", "32-64K", "64-128K", ">=128K"}
+    for ax in fig.axes:
+        names = [t.get_text() for t in ax.get_xticklabels()]
+        notes = [t for t in ax.texts if " ".join(t.get_text().split()) == "no requests"]
+        assert sorted(names[round(t.get_position()[0])] for t in notes) == sorted(empty)
+        for t in notes:
+            assert plots._text_clear(ax, t, r), t.get_position()
+        gaps = [names.index(n) for n in empty]
+        lines = [ln for ln in ax.lines if len(ln.get_xdata()) > 2]
+        assert lines
+        for ln in lines:
+            pts = [(x, y) for x, y in zip(ln.get_xdata(), ln.get_ydata()) if not math.isnan(y)]
+            assert not any(round(x) in gaps for x, _ in pts)
+            # no drawn segment spans a gap: consecutive finite points of one run are neighbours
+            ys = list(ln.get_ydata())
+            for i in range(len(ys) - 1):
+                if not math.isnan(ys[i]) and not math.isnan(ys[i + 1]):
+                    assert ln.get_xdata()[i + 1] - ln.get_xdata()[i] == 1
+        lo, hi = ax.get_xlim()
+        assert lo <= -0.5 and hi >= len(names) - 0.5

@@ -512,8 +512,16 @@ def covers_data(ax, bbox) -> bool:
         if not len(xs):
             continue
         path = line.get_transform().transform_path(line.get_path())
-        if line.get_linestyle() not in ("None", "", " ") and len(xs) > 1 and path.intersects_bbox(box, filled=False):
-            return True
+        if line.get_linestyle() not in ("None", "", " ") and len(xs) > 1:
+            # a NaN breaks a line (matplotlib draws no segment to it), but Path.intersects_bbox joins across it
+            ok = np.isfinite(path.vertices).all(axis=1)
+            runs = [path]
+            if not ok.all():
+                from matplotlib.path import Path
+                parts = (r[np.isfinite(r).all(axis=1)] for r in np.split(path.vertices, np.flatnonzero(~ok)))
+                runs = [Path(r) for r in parts if len(r) > 1]
+            if any(p.intersects_bbox(box, filled=False) for p in runs):
+                return True
         if line.get_marker() not in (None, "None", "", " ") and any(box.contains(*v) for v in path.vertices):
             return True
     from matplotlib.collections import PathCollection
@@ -1341,22 +1349,29 @@ def trace_latency(res: dict, *, prefix_cache: bool | None = None, title: str | N
     names = [b[0] for b in BUCKETS]
     fig, axes = _new_figure(2, width=7.0, height=5.0)
     styles = {50: "-", 90: "--", 99: ":"}
+    empty = []
     for ax, metric, label in ((axes[0], "ttft_s", "time to first token (s)"),
                               (axes[1], "tpot_s", "time per output token (s)")):
         for k, s in enumerate(setups):
             by = {r["bucket"]: r for r in rows if r["setup"] == s}
             for q, ls in styles.items():
-                xs, ys = [], []
-                for i, n in enumerate(names):
+                # a bucket without a value breaks the line (it ran across an empty bucket as if it held one)
+                ys = []
+                for n in names:
                     v = by.get(n, {}).get(f"{metric}_p{q}")
-                    if v is not None and not math.isnan(v) and v > 0:
-                        xs.append(i)
-                        ys.append(v)
-                if xs:
-                    ax.plot(xs, ys, ls, color=_COLOURS[k % len(_COLOURS)], marker="o", ms=3, lw=1.6)
+                    ys.append(v if v is not None and not math.isnan(v) and v > 0 else math.nan)
+                if any(not math.isnan(v) for v in ys):
+                    ax.plot(range(len(names)), ys, ls, color=_COLOURS[k % len(_COLOURS)], marker="o", ms=3, lw=1.6)
         ax.set_yscale("log")
         plain_log_axis(ax.yaxis, " s")
         ax.set_xticks(range(len(names)), names)
+        # as trace_winners': every bucket's slot whole (the <4K points sat on the left spine, half hidden), and
+        # a bucket without requests says so (no line there read as missing data)
+        ax.set_xlim(-0.6, len(names) - 0.4)
+        for i, n in enumerate(names):
+            if not any(r["bucket"] == n and r.get("requests") for r in rows):
+                empty.append((ax, ax.text(i, 0.5, "no\nrequests", transform=ax.get_xaxis_transform(), ha="center",
+                                          va="center", fontsize=7, color="0.4", style="italic")))
         ax.set_xlabel("prompt length bucket (tokens)")
         ax.set_ylabel(label)
         tgt = res["slo"]["ttft_s" if metric == "ttft_s" else "tpot_s"]
@@ -1374,6 +1389,14 @@ def trace_latency(res: dict, *, prefix_cache: bool | None = None, title: str | N
     fig.suptitle(title or (f"Latency percentiles on {res['trace']['trace']} "
                            f"({'with' if prefix_cache else 'without'} prefix caching)"))
     _trace_footer(fig, res)
+    # each "no requests" off the target line and the other labels: mid-height, else above or below
+    if empty:
+        rend = _renderer(fig)
+        for ax, t in empty:
+            for y in (0.5, 0.7, 0.3, 0.85, 0.15, 0.5):
+                t.set_y(y)
+                if _text_clear(ax, t, rend):
+                    break
     return fig
 
 
