@@ -346,3 +346,27 @@ def test_trace_latency_says_no_requests_and_draws_no_line_across_an_empty_bucket
                     assert ln.get_xdata()[i + 1] - ln.get_xdata()[i] == 1
         lo, hi = ax.get_xlim()
         assert lo <= -0.5 and hi >= len(names) - 0.5
+
+
+def test_trace_latency_target_label_is_clear_of_the_points(tmp_path):
+    """`glmbench trace mooncake-synthetic`: trace_latency.png's "target 0.1 s", written just above the target line
+    at the <4K bucket, lay on a setup's p50 TPOT point there (0.105 s). Each target label now stands where it
+    covers no line, marker or other label, inside its panel, and still says its target."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from glmbench.report import plots
+    p = tmp_path / "short.csv"
+    p.write_text("arrival_s,prompt_tokens,output_tokens\n" +
+                 "".join(f"{2.0 * i},{n},32\n" for i, n in enumerate([500, 3000, 6000] * 2)))
+    st = Study(models=("glm-4.7-flash", "qwen3-32b"), cards=(1, 2), depths=(1024,), concurrency=(1,))
+    res = workload.trace_study(st, str(p), progress=False)
+    # every setup's p50 just above each target at <4K, as on mooncake-synthetic
+    for b in res["buckets"]:
+        if b["bucket"] == "<4K":
+            b["ttft_s_p50"] = 1.05 * res["slo"]["ttft_s"]
+            b["tpot_s_p50"] = 1.05 * res["slo"]["tpot_s"]
+    fig = plots.trace_latency(res)
+    FigureCanvasAgg(fig).draw()
+    r = fig.canvas.get_renderer()
+    for ax, tgt in zip(fig.axes, (res["slo"]["ttft_s"], res["slo"]["tpot_s"])):
+        (t,) = [t for t in ax.texts if t.get_text() == f"target {tgt:g} s"]
+        assert plots._text_clear(ax, t, r), t.get_text()
