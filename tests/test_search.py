@@ -620,3 +620,43 @@ def test_pareto_front_staircase_runs_through_reached_corners():
         # the marks stand on the setups only
         marked = [path[i] for i in line.get_markevery()] if line.get_markevery() is not None else path
         assert sorted(marked) == sorted((r[xf], r[yf]) for r in front)
+
+
+def test_pareto_chart_names_the_chosen_setup_clear_of_the_dots():
+    """`search --trace azure-conv-2023 --requests 1000 ...`: pareto.png wrote the chosen setup's name up and right of
+    its star, on top of the blue dots of the setups that also meet the targets. The name now stands clear of every
+    dot, the front and the target line (in the star's legend entry), and every legend is clear of the data."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from glmbench.report import plots
+    rows = []
+    # the chosen (cheapest feasible) setup, then a diagonal of dearer feasible ones up and right of it, and misses
+    for i in range(30):
+        k = 1.06 ** i
+        rows.append(dict(status="evaluated", setup=f"m{i}, card {i}, q4_K/f16, typical", feasible=True,
+                         max_goodput_tok_s=2000.0 * k, usd_per_mtok_at_max=1.5 * k, ttft_p99_s=0.3 * k,
+                         usd_per_mtok=3.0 * k))
+    for i in range(40):
+        rows.append(dict(status="evaluated", setup=f"x{i}, card, q4_K/f16, typical", feasible=False,
+                         max_goodput_tok_s=20.0 * 1.12 ** i, usd_per_mtok_at_max=0.05 * 1.1 ** (i % 13),
+                         ttft_p99_s=5.0 * 1.15 ** i, usd_per_mtok=0.1 * 1.1 ** (i % 17)))
+    fg = sr.pareto(rows, "max_goodput_tok_s", "usd_per_mtok_at_max", x_max=True)
+    ft = sr.pareto(rows, "ttft_p99_s", "usd_per_mtok", x_max=False)
+    obj = sr.Objective(ttft_slo_s=2.0, tpot_slo_s=0.1)
+    res = sr.SearchResult(trace={"trace": "t"}, objective=obj, records=rows, chosen=rows[0], front_goodput=fg,
+                          front_ttft=ft, prices=prices.load(), n_candidates=len(rows), pruned={}, reused=0)
+    fig = rs.pareto_chart(res)
+    FigureCanvasAgg(fig).draw()
+    r = fig.canvas.get_renderer()
+    name = rs._short(rows[0])
+    for ax in fig.axes:
+        for t in ax.texts:                                  # nothing written on the data
+            assert not plots.covers_data(ax, t.get_window_extent(r)), t.get_text()
+    legends = [(ax, ax.get_legend()) for ax in fig.axes if ax.get_legend()] + [(None, lg) for lg in fig.legends]
+    assert legends
+    for ax, leg in legends:
+        for a in ([ax] if ax else fig.axes):
+            assert not plots.covers_data(a, leg.get_window_extent(r))
+    for ax in fig.axes:
+        said = [t for t in ax.texts if name in t.get_text()]
+        said += [t for _, leg in legends for t in leg.get_texts() if name in t.get_text()]
+        assert said, name

@@ -281,3 +281,92 @@ def test_study_point_line_says_one_stream_not_one_streams(ladder):
     text = workload.render(res, [])
     assert "1 streams" not in text
     assert "1 stream " in text and "8 streams " in text
+
+
+def test_trace_winners_says_no_requests_in_an_empty_bucket(tmp_path):
+    """`glmbench trace azure-conv-2023`: trace_winners.png showed nothing in its 16-32K to >=128K buckets, and a
+    reader could not tell an empty bucket from a missing bar; each empty bucket now says "no requests", inside
+    its panel (the last one sat on the right spine), apart from the other labels; a bucket with requests does not."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from glmbench.report import plots
+    p = tmp_path / "short.csv"
+    p.write_text("arrival_s,prompt_tokens,output_tokens\n" +
+                 "".join(f"{2.0 * i},{n},32\n" for i, n in enumerate([500, 3000, 6000] * 2)))
+    st = Study(models=("glm-4.7-flash", "qwen3-32b"), cards=(1, 2), depths=(1024,), concurrency=(1,))
+    res = workload.trace_study(st, str(p), progress=False)
+    fig = plots.trace_winners(res)
+    FigureCanvasAgg(fig).draw()
+    r = fig.canvas.get_renderer()
+    (ax,) = fig.axes
+    names = [t.get_text() for t in ax.get_xticklabels()]
+    empty = {w["bucket"] for w in res["winners"] if not w["requests"]}
+    assert empty == {"8-16K", "16-32K", "32-64K", "64-128K", ">=128K"}
+    notes = [t for t in ax.texts if " ".join(t.get_text().split()) == "no requests"]
+    assert sorted(names[round(t.get_position()[0])] for t in notes) == sorted(empty)
+    boxes = [t.get_window_extent(r) for t in ax.texts]
+    for t in notes:
+        b = t.get_window_extent(r)
+        assert ax.bbox.x0 <= b.x0 and b.x1 <= ax.bbox.x1 and ax.bbox.y0 <= b.y0 and b.y1 <= ax.bbox.y1
+        assert sum(b.overlaps(o) for o in boxes) == 1          # itself only
+
+
+def test_trace_latency_says_no_requests_and_draws_no_line_across_an_empty_bucket(tmp_path):
+    """trace_latency.png: a bucket without requests was blank (azure-code-2023: 8-16K to >=128K), a line ran
+    straight across an empty bucket between two that held requests, as if it held one, and the <4K points sat
+    on the left spine. Each empty bucket now says "no requests" (clear of the lines, the target and its label),
+    every line breaks there, and each bucket's slot lies inside the panel."""
+    import math
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from glmbench.report import plots
+    p = tmp_path / "gap.csv"
+    p.write_text("arrival_s,prompt_tokens,output_tokens\n" +
+                 "".join(f"{2.0 * i},{n},32\n" for i, n in enumerate([500, 3000, 20000] * 2)))
+    st = Study(models=("glm-4.7-flash", "qwen3-32b"), cards=(1, 2), depths=(1024,), concurrency=(1,))
+    res = workload.trace_study(st, str(p), progress=False)
+    fig = plots.trace_latency(res)
+    FigureCanvasAgg(fig).draw()
+    r = fig.canvas.get_renderer()
+    empty = {"4-8K", "8-16K", "32-64K", "64-128K", ">=128K"}
+    for ax in fig.axes:
+        names = [t.get_text() for t in ax.get_xticklabels()]
+        notes = [t for t in ax.texts if " ".join(t.get_text().split()) == "no requests"]
+        assert sorted(names[round(t.get_position()[0])] for t in notes) == sorted(empty)
+        for t in notes:
+            assert plots._text_clear(ax, t, r), t.get_position()
+        gaps = [names.index(n) for n in empty]
+        lines = [ln for ln in ax.lines if len(ln.get_xdata()) > 2]
+        assert lines
+        for ln in lines:
+            pts = [(x, y) for x, y in zip(ln.get_xdata(), ln.get_ydata()) if not math.isnan(y)]
+            assert not any(round(x) in gaps for x, _ in pts)
+            # no drawn segment spans a gap: consecutive finite points of one run are neighbours
+            ys = list(ln.get_ydata())
+            for i in range(len(ys) - 1):
+                if not math.isnan(ys[i]) and not math.isnan(ys[i + 1]):
+                    assert ln.get_xdata()[i + 1] - ln.get_xdata()[i] == 1
+        lo, hi = ax.get_xlim()
+        assert lo <= -0.5 and hi >= len(names) - 0.5
+
+
+def test_trace_latency_target_label_is_clear_of_the_points(tmp_path):
+    """`glmbench trace mooncake-synthetic`: trace_latency.png's "target 0.1 s", written just above the target line
+    at the <4K bucket, lay on a setup's p50 TPOT point there (0.105 s). Each target label now stands where it
+    covers no line, marker or other label, inside its panel, and still says its target."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from glmbench.report import plots
+    p = tmp_path / "short.csv"
+    p.write_text("arrival_s,prompt_tokens,output_tokens\n" +
+                 "".join(f"{2.0 * i},{n},32\n" for i, n in enumerate([500, 3000, 6000] * 2)))
+    st = Study(models=("glm-4.7-flash", "qwen3-32b"), cards=(1, 2), depths=(1024,), concurrency=(1,))
+    res = workload.trace_study(st, str(p), progress=False)
+    # every setup's p50 just above each target at <4K, as on mooncake-synthetic
+    for b in res["buckets"]:
+        if b["bucket"] == "<4K":
+            b["ttft_s_p50"] = 1.05 * res["slo"]["ttft_s"]
+            b["tpot_s_p50"] = 1.05 * res["slo"]["tpot_s"]
+    fig = plots.trace_latency(res)
+    FigureCanvasAgg(fig).draw()
+    r = fig.canvas.get_renderer()
+    for ax, tgt in zip(fig.axes, (res["slo"]["ttft_s"], res["slo"]["tpot_s"])):
+        (t,) = [t for t in ax.texts if t.get_text() == f"target {tgt:g} s"]
+        assert plots._text_clear(ax, t, r), t.get_text()

@@ -459,11 +459,32 @@ def covers_data(ax, bbox) -> bool:
         if not len(xs):
             continue
         path = line.get_transform().transform_path(line.get_path())
-        if line.get_linestyle() not in ("None", "", " ") and len(xs) > 1 and path.intersects_bbox(box, filled=False):
-            return True
+        if line.get_linestyle() not in ("None", "", " ") and len(xs) > 1:
+            # a NaN breaks a line (matplotlib draws no segment to it), but Path.intersects_bbox joins across it
+            ok = np.isfinite(path.vertices).all(axis=1)
+            runs = [path]
+            if not ok.all():
+                from matplotlib.path import Path
+                parts = (r[np.isfinite(r).all(axis=1)] for r in np.split(path.vertices, np.flatnonzero(~ok)))
+                runs = [Path(r) for r in parts if len(r) > 1]
+            if any(p.intersects_bbox(box, filled=False) for p in runs):
+                return True
         if line.get_marker() not in (None, "None", "", " ") and any(box.contains(*v) for v in path.vertices):
             return True
+    from matplotlib.collections import PathCollection
     for coll in ax.collections:
+        if isinstance(coll, PathCollection):
+            # a scatter's dots: its paths are the marker shape at the origin, its points the offsets; a dot
+            # counts where the box reaches its disc's bounding square (sizes in points squared)
+            pts = coll.get_offset_transform().transform(np.asarray(coll.get_offsets(), float))
+            sizes = np.resize(np.asarray(coll.get_sizes(), float), len(pts)) if len(coll.get_sizes()) else \
+                np.zeros(len(pts))
+            rad = np.sqrt(sizes) / 2 * ax.figure.dpi / 72
+            (x0, y0), (x1, y1) = box.get_points()
+            if np.any((pts[:, 0] + rad >= x0) & (pts[:, 0] - rad <= x1) & (pts[:, 1] + rad >= y0) &
+                      (pts[:, 1] - rad <= y1)):
+                return True
+            continue
         tr = coll.get_transform()
         for p in coll.get_paths():
             if len(p.vertices) and tr.transform_path(p).intersects_bbox(box, filled=True):
@@ -1196,11 +1217,16 @@ def trace_winners(res: dict, *, title: str | None = None) -> Figure:
         for i, n in enumerate(names):
             w = ws.get(n)
             if not w or not w["requests"]:
+                # said in the bucket: an empty slot read as a missing bar (16-32K to >=128K on azure-conv-2023)
+                ax.text(i, 0.0, "no\nrequests", transform=offset_copy(ax.transData, fig=fig, y=3, units="points"),
+                        ha="center", va="bottom", fontsize=7, color="0.4", style="italic")
                 continue
             ax.bar(i, w["tokens"] / 1e6, color=colour.get(w["winner"], "0.6"), edgecolor="black", lw=0.6,
                    hatch="//" if w.get("tie") else None)
             ax.text(i, w["tokens"] / 1e6, f"{w['requests']:,} req", ha="center", va="bottom", fontsize=7)
         ax.set_xticks(range(len(names)), names)
+        # every bucket's slot whole: from the bars alone an empty last bucket sat on the right spine
+        ax.set_xlim(-0.6, len(names) - 0.4)
         ax.set_xlabel("prompt length bucket (tokens)")
         ax.set_ylabel("tokens in the bucket (millions, prompt + output)")
         plain_linear_axis(ax.yaxis)
@@ -1229,27 +1255,35 @@ def trace_latency(res: dict, *, prefix_cache: bool | None = None, title: str | N
     names = [b[0] for b in BUCKETS]
     fig, axes = _new_figure(2, width=7.0, height=5.0)
     styles = {50: "-", 90: "--", 99: ":"}
+    empty, targets = [], []
     for ax, metric, label in ((axes[0], "ttft_s", "time to first token (s)"),
                               (axes[1], "tpot_s", "time per output token (s)")):
         for k, s in enumerate(setups):
             by = {r["bucket"]: r for r in rows if r["setup"] == s}
             for q, ls in styles.items():
-                xs, ys = [], []
-                for i, n in enumerate(names):
+                # a bucket without a value breaks the line (it ran across an empty bucket as if it held one)
+                ys = []
+                for n in names:
                     v = by.get(n, {}).get(f"{metric}_p{q}")
-                    if v is not None and not math.isnan(v) and v > 0:
-                        xs.append(i)
-                        ys.append(v)
-                if xs:
-                    ax.plot(xs, ys, ls, color=_COLOURS[k % len(_COLOURS)], marker="o", ms=3, lw=1.6)
+                    ys.append(v if v is not None and not math.isnan(v) and v > 0 else math.nan)
+                if any(not math.isnan(v) for v in ys):
+                    ax.plot(range(len(names)), ys, ls, color=_COLOURS[k % len(_COLOURS)], marker="o", ms=3, lw=1.6)
         ax.set_yscale("log")
         plain_log_axis(ax.yaxis, " s")
         ax.set_xticks(range(len(names)), names)
+        # as trace_winners': every bucket's slot whole (the <4K points sat on the left spine, half hidden), and
+        # a bucket without requests says so (no line there read as missing data)
+        ax.set_xlim(-0.6, len(names) - 0.4)
+        for i, n in enumerate(names):
+            if not any(r["bucket"] == n and r.get("requests") for r in rows):
+                empty.append((ax, ax.text(i, 0.5, "no\nrequests", transform=ax.get_xaxis_transform(), ha="center",
+                                          va="center", fontsize=7, color="0.4", style="italic")))
         ax.set_xlabel("prompt length bucket (tokens)")
         ax.set_ylabel(label)
         tgt = res["slo"]["ttft_s" if metric == "ttft_s" else "tpot_s"]
         ax.axhline(tgt, color="0.4", lw=1, ls="-.")
-        ax.annotate(f"target {tgt:g} s", (0, tgt), fontsize=7, color="0.3", va="bottom")
+        targets.append((ax, ax.annotate(f"target {tgt:g} s", xy=(0.01, tgt), xycoords=("axes fraction", "data"),
+                                        xytext=(0, 3), textcoords="offset points", fontsize=7, color="0.3")))
     # right of the panels, as trace_winners': above them the setups' long labels ran into the title.
     # A colour per setup (labels wrapped) and a line style per percentile, not every pair
     from matplotlib.lines import Line2D
@@ -1262,6 +1296,18 @@ def trace_latency(res: dict, *, prefix_cache: bool | None = None, title: str | N
     fig.suptitle(title or (f"Latency percentiles on {res['trace']['trace']} "
                            f"({'with' if prefix_cache else 'without'} prefix caching)"))
     _trace_footer(fig, res)
+    # each target's label where it covers no line or marker (at the left, on the <4K bucket's points, it lay
+    # on a setup's p50 TPOT on mooncake-synthetic), then each "no requests" off the target line and the labels:
+    # mid-height, else above or below
+    for ax, t in targets:
+        _place_clear(fig, ax, [t])
+    if empty:
+        rend = _renderer(fig)
+        for ax, t in empty:
+            for y in (0.5, 0.7, 0.3, 0.85, 0.15, 0.5):
+                t.set_y(y)
+                if _text_clear(ax, t, rend):
+                    break
     return fig
 
 
