@@ -979,6 +979,9 @@ def cmd_calibrate(args) -> int:
         if hw and n.endswith("calibrate needs --hardware"):
             continue        # --hardware says the card the file does not
         print(n if n.startswith(("note", "notice", "warning")) else f"note: {n}", file=sys.stderr)
+    note = cal.base_runtime_note(pts, args.base)
+    if note:
+        print(note, file=sys.stderr)
     name = args.name or os.path.splitext(os.path.basename(args.out))[0]
     fit = cal.calibrate(pts, name=name, base=args.base, progress=not args.quiet, cv=args.cv)
     print(fit.table())

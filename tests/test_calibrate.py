@@ -1,5 +1,6 @@
 """Calibration (glmbench/predict/calibrate.py, `glmbench calibrate`): a known profile is recovered,
 the shipped measurements and profiles hold together, bad input gets one clear error."""
+import dataclasses
 import json
 import os
 
@@ -515,3 +516,30 @@ def test_a_profile_used_on_a_model_or_card_it_never_ran_says_so(capsys):
     assert "was fitted on" not in capsys.readouterr().err
     assert cli.main([*base[:2], "llama.cpp", *base[3:], "--model", "qwen3-32b", "--hardware", "rtx-3090"]) == 0
     assert "was fitted on" not in capsys.readouterr().err
+
+
+def test_a_base_runtime_model_of_another_runtime_than_the_records_is_noted(tmp_path, capsys):
+    """`glmbench calibrate ik.md --base llama.cpp` (ik.md: ik_llama.cpp's sweep-bench) said nothing, and its
+    `base` column read as llama.cpp's error on llama.cpp's points. One note now names the file's runtime
+    and the base; none where the base is the records' runtime, or where the records do not say (a plain
+    llama-bench: ik_llama.cpp ships one too)."""
+    ik = tmp_path / "ik.md"
+    ik.write_text("ik_llama.cpp on an RTX 4080\n\n"
+                  "|    PP |     TG |   N_KV |   T_PP s | S_PP t/s |   T_TG s | S_TG t/s |\n"
+                  "|-------|--------|--------|----------|----------|----------|----------|\n"
+                  "|   512 |    128 |      0 |    0.128 |  3994.38 |    0.995 |   128.62 |\n"
+                  "|   512 |    128 |   4096 |    0.103 |  4965.28 |    1.113 |   114.97 |\n")
+    base = ["calibrate", str(ik), "--model", "llama-3.1-8b", "--weights", "q4_k_m", "-q", "--force"]
+    assert cli.main(base + ["--base", "llama.cpp", "--out", str(tmp_path / "a.json")]) == 0
+    notes = [x for x in capsys.readouterr().err.splitlines() if x.startswith("note: --base")]
+    assert len(notes) == 1, notes
+    assert "ik.md's records say ik_llama.cpp (`tool: llama-sweep-bench (ik_llama.cpp)`)" in notes[0]
+    assert "the `base` column is llama.cpp's prediction of ik_llama.cpp's points" in notes[0]
+    assert cli.main(base + ["--base", "ik_llama.cpp", "--out", str(tmp_path / "b.json")]) == 0
+    assert "note: --base" not in capsys.readouterr().err
+    # a plain llama-bench record names no fork: nothing to say
+    pts = cal.load_points([str(ik)], model="llama-3.1-8b", weights="q4_k_m")
+    plain = [dataclasses.replace(p, record={**p.record, "tool": "llama-bench"}) for p in pts]
+    assert cal.base_runtime_note(plain, "ik_llama.cpp") is None
+    assert cal.base_runtime_note(pts, "typical") is None
+    assert "ik_llama.cpp" in cal.base_runtime_note(pts, "llama.cpp[fa=1]")

@@ -490,6 +490,45 @@ def base_profile(points: Sequence[Point], base="typical") -> tuple[cm.RuntimePro
     return prof, why
 
 
+def _stated_runtime(r: dict) -> tuple:
+    """(the runtime model a record says in so many words it ran on, how it says it), or (None, None): its
+    `runtime_model` / `runtime` field, or a tool or backend naming it (`llama-sweep-bench (ik_llama.cpp)`,
+    the mainline port of sweep-bench, vLLM, SGLang, a Vulkan build). A plain llama-bench record says
+    nothing of which fork built it (ik_llama.cpp ships a llama-bench too), nor does glmbench's own."""
+    rt = rtm.from_record(r)
+    if rt is None:
+        return None, None
+    for k in ("runtime_model", "runtime"):
+        v = r.get(k)
+        if isinstance(v, str) and v.split("[", 1)[0] == rt:
+            return rt, f"`{k}: {v}`"
+    tool = str(r.get("tool") or "")
+    if rt == "llama.cpp" and "mainline" not in tool.lower():
+        return None, None
+    if rt == "llama.cpp-vulkan":
+        return rt, f"`backends: {r.get('backends')}`"
+    return rt, f"`tool: {tool}`"
+
+
+def base_runtime_note(points: Sequence[Point], base) -> str | None:
+    """One note where `base` is a runtime model (llama.cpp, ...) and the points' records say they ran on
+    another runtime: the `base` column is then that model's prediction of another runtime's points."""
+    b = str(getattr(base, "name", base)).split("[", 1)[0]
+    if b not in rtm.names():
+        return None
+    other = {}
+    for p in points:
+        rt, how = _stated_runtime(p.record)
+        if rt is not None and rt != b:
+            other.setdefault((p.where.rsplit(":", 1)[0], rt), how)
+    if not other:
+        return None
+    runtimes = list(dict.fromkeys(rt for _, rt in other))
+    said = ", ".join(f"{os.path.basename(f)}'s records say {rt} ({how})" for (f, rt), how in other.items())
+    return (f"note: --base {base} is {b}'s runtime model, but {said}: the `base` column is {b}'s prediction of "
+            f"{' and '.join(runtimes)}'s points (--base {runtimes[0]} starts from that runtime's own model)")
+
+
 def _residuals(points, profile) -> np.ndarray:
     return np.array([math.log(predict_point(p, profile) / p.measured) for p in points])
 
