@@ -543,3 +543,27 @@ def test_a_base_runtime_model_of_another_runtime_than_the_records_is_noted(tmp_p
     assert cal.base_runtime_note(plain, "ik_llama.cpp") is None
     assert cal.base_runtime_note(pts, "typical") is None
     assert "ik_llama.cpp" in cal.base_runtime_note(pts, "llama.cpp[fa=1]")
+
+
+def test_a_base_that_cannot_run_the_weights_is_named_by_calibrates_own_option(tmp_path, capsys):
+    """`glmbench calibrate ik.md --base llama.cpp --weights iq4_ks` answered "use --runtime ik_llama.cpp", an
+    option calibrate does not have (its is --base). The error now names the option of the command that
+    raised it, and the file and line: calibrate's --base, truth-table's --measured-calibrated; sweep's
+    stays --runtime."""
+    path = str(tmp_path / "ik.json")
+    rec.write_records(path, [dict(evidence="measured", model="llama-3.1-8b", hardware="rtx-4080", n_cards=1,
+                                  weights="iq4_ks", tool="llama-sweep-bench (ik_llama.cpp)", test="tg", n_depth=d,
+                                  n_gen=128, avg_ts=v) for d, v in ((0, 128.6), (4096, 115.0))])
+    rc = cli.main(["calibrate", path, "--base", "llama.cpp", "--out", str(tmp_path / "x.json"), "-q"])
+    err = capsys.readouterr().err
+    assert rc == 2 and "Traceback" not in err and len([x for x in err.splitlines() if x.startswith("error")]) == 1, err
+    assert f"{path}:2: --base llama.cpp" in err and "use --base ik_llama.cpp" in err and "--runtime" not in err
+    assert not os.path.exists(tmp_path / "x.json")
+    rc = cli.main(["truth-table", "-q", "--measured", path, "--measured-calibrated", "llama.cpp"])
+    err = capsys.readouterr().err
+    assert rc == 2 and "use --measured-calibrated ik_llama.cpp" in err and "--runtime" not in err, err
+    rc = cli.main(["sweep", "--runtime", "llama.cpp", "--model", "llama-3.1-8b", "--weights", "iq4_ks", "--cards", "1",
+                   "--depths", "0", "--tests", "tg", "-q"])
+    assert rc == 2 and "use --runtime ik_llama.cpp" in capsys.readouterr().err
+    # a base that runs them: fitted as before
+    assert cli.main(["calibrate", path, "--base", "ik_llama.cpp", "--out", str(tmp_path / "x.json"), "-q"]) == 0

@@ -398,6 +398,20 @@ def serving_record(r: dict) -> dict | None:
             "n_depth": int(r.get("n_prompt") or 0), "n_streams": B, "avg_ts": B / float(r["tpot_s"]), "serving": True}
 
 
+def check_weights_run(points: Sequence[Point], profile: cm.RuntimeProfile, option: str, given=None) -> None:
+    """A CalibrationError naming the first point whose weights the runtime model `profile` cannot run
+    (llama.cpp and ik_llama.cpp's own types, ...; with the options its record states, as predict_point
+    runs it), and the option of the command that chose it (`option`: calibrate's --base, truth-table's
+    --measured-calibrated) where a Setup would name --runtime."""
+    for p in points:
+        bp = profile
+        if profile.options and not profile.option_values:
+            bp = profile.with_options(**rtm.options_from_record(profile, p.record))
+        refused = bp.weights_refused(p.setup.weight_fmt, option=option)
+        if refused:
+            raise CalibrationError(f"{p.where}: {option} {given or profile.name}: `weights`: {refused}")
+
+
 def predict_point(pt: Point, profile: cm.RuntimeProfile) -> float:
     """tok/s the profile predicts for the point: pp n at depth, or the mean speed of n_gen
     tokens generated from depth on (the mean step time over the depths they see). A runtime model
@@ -466,6 +480,7 @@ def base_profile(points: Sequence[Point], base="typical") -> tuple[cm.RuntimePro
     point's model and GPU, and each MLA strategy of the points at base's attention memory
     efficiency."""
     b = cm.load_runtime(base)
+    check_weights_run(points, b, "--base", base)
     why = {}
     step_us = layer_us = 0.0
     if b.launch_overhead:

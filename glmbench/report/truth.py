@@ -52,6 +52,7 @@ class Source:
     note: str = ""
     runtime_model: str | None = None   # the runtime model of the points' runtime (llama.cpp, ...), fitted
                                        # to the public set only: how it predicts them out of the box
+    option: str = "--measured-calibrated"   # the option that chose `calibrated` (named in its errors)
 
 
 @dataclass
@@ -176,6 +177,8 @@ def rows_for(src: Source) -> list[Row]:
     ideal, typical = cm.load_runtime("ideal"), cm.load_runtime("typical")
     fitted = {vocab.point_key(r) for _, r in cal.read_measured(src.fit_path)} if src.fit_path else None
     loo = (cal.loo_predictions(pts) if src.loo and src.calibrated is not None else [None] * len(pts))
+    if src.calibrated is not None:
+        cal.check_weights_run(pts, src.calibrated, src.option)
     fit, loo_kind = (None, None)
     if src.calibrated is not None and fitted is None and not src.loo:
         fit, loo_kind = _profile_fit(src.calibrated)
