@@ -567,3 +567,24 @@ def test_a_base_that_cannot_run_the_weights_is_named_by_calibrates_own_option(tm
     assert rc == 2 and "use --runtime ik_llama.cpp" in capsys.readouterr().err
     # a base that runs them: fitted as before
     assert cli.main(["calibrate", path, "--base", "ik_llama.cpp", "--out", str(tmp_path / "x.json"), "-q"]) == 0
+
+
+def test_the_table_names_each_points_card_where_the_points_span_two(tmp_path):
+    """calibrate's table printed 'over 1 points', and on a file of two runs (an RTX 3090 and an RTX 4090) two
+    rows read 'llama-3-8b pp512 @ d0': only the `where` column told them apart. The label names the card
+    where the points span more than one (or more than one count of cards); one card: as before."""
+    path = str(tmp_path / "two.json")
+    recs = [dict(evidence="measured", model="llama-3-8b", hardware=hw, n_cards=n, weights="q4_0", test="pp",
+                 n_depth=0, n_prompt=512, avg_ts=v, **({"link_gbps": 25.0} if n > 1 else {}))
+            for hw, n, v in (("rtx-3090", 1, 4000.0), ("rtx-4090", 1, 7000.0), ("rtx-3090", 2, 6000.0))]
+    rec.write_records(path, recs)
+    table = cal.calibrate(cal.load_points([path]), loo=False).table()
+    rows = [x for x in table.splitlines() if x.startswith("llama-3-8b ")]
+    assert [r.split("  ")[0].strip() for r in rows] == ["llama-3-8b pp512 @ d0 on RTX 3090",
+                                                        "llama-3-8b pp512 @ d0 on RTX 4090",
+                                                        "llama-3-8b pp512 @ d0 on 2 x RTX 3090"]
+    assert "over 3 points;" in table
+    rec.write_records(path, recs[:1])
+    table = cal.calibrate(cal.load_points([path]), loo=False).table()
+    row = next(x for x in table.splitlines() if x.startswith("llama-3-8b "))
+    assert " on " not in row and "over 1 point;" in table

@@ -742,15 +742,20 @@ class Calibration:
         # what the points ran on (card, split, formats, offload): the rows name only model and test
         lines = [("measured on: " if i == 0 else "             ") + w
                  for i, w in enumerate(dict.fromkeys(_measured_on(pt.setup) for pt in self.points))]
-        lines.append(f"{'point':<38} {'measured':>10} {'predicted':>10} {'residual':>9} {'left out':>9} {'base':>9}  where")
-        for pt, p, r, l, b in zip(self.points, self.predicted, self.residuals, self.loo_errors, base):
+        # points on more than one card (a file of two runs): each row names its card, or two rows read alike
+        cards = [_card(pt.setup) for pt in self.points]
+        labels = [pt.label + (f" on {c}" if len(set(cards)) > 1 else "") for pt, c in zip(self.points, cards)]
+        w = max([38] + [len(x) for x in labels])
+        lines.append(f"{'point':<{w}} {'measured':>10} {'predicted':>10} {'residual':>9} {'left out':>9} {'base':>9}  where")
+        for pt, lab, p, r, l, b in zip(self.points, labels, self.predicted, self.residuals, self.loo_errors, base):
             lo = "–" if l is None else f"{100 * l:+.1f}%"
             bs = "–" if b is None else f"{100 * b:+.1f}%"
-            lines.append(f"{pt.label:<38} {pt.measured:>10.1f} {p:>10.1f} {100 * r:>+8.1f}% {lo:>9} {bs:>9}  {pt.where}")
+            lines.append(f"{lab:<{w}} {pt.measured:>10.1f} {p:>10.1f} {100 * r:>+8.1f}% {lo:>9} {bs:>9}  {pt.where}")
         loo = "–" if self.loo_mape is None else f"{100 * self.loo_mape:.1f}%"
         bm = "" if self.base_mape is None else (f"; base profile `{self.base_name}` before the fit (its options as "
                                                 f"each record states them): {100 * self.base_mape:.1f}%")
-        lines.append(f"MAPE {100 * self.mape:.1f}% over {len(self.points)} points; {self.cv_label} error {loo}{bm}")
+        n = len(self.points)
+        lines.append(f"MAPE {100 * self.mape:.1f}% over {n} point{'s' if n != 1 else ''}; {self.cv_label} error {loo}{bm}")
         lines.append("fitted: " + (", ".join(f"{n} = {_get(self.profile, n):.4g}{_at_bound(n, _get(self.profile, n))}"
                                              for n in self.fitted) or "nothing"))
         # the start profile's values (--base: typical, or a runtime model such as llama.cpp), which the
@@ -767,6 +772,12 @@ class Calibration:
         if len(self.points) == 1:
             lines.append("one point: no leave-one-out error, so its predictions of that test carry no band")
         return "\n".join(lines)
+
+
+def _card(s: cm.Setup) -> str:
+    """The card(s) a point ran on, short: "RTX 3090", "2 x RTX 3090"."""
+    n = s.rig.n_cards
+    return s.gpu.name if n == 1 else f"{n} x {s.gpu.name}"
 
 
 def _measured_on(s: cm.Setup) -> str:
