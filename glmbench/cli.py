@@ -977,6 +977,9 @@ def cmd_calibrate(args) -> int:
         if hw and n.endswith("calibrate needs --hardware"):
             continue        # --hardware says the card the file does not
         print(n if n.startswith(("note", "notice", "warning")) else f"note: {n}", file=sys.stderr)
+    note = cal.base_runtime_note(pts, args.base)
+    if note:
+        print(note, file=sys.stderr)
     name = args.name or os.path.splitext(os.path.basename(args.out))[0]
     fit = cal.calibrate(pts, name=name, base=args.base, progress=not args.quiet, cv=args.cv)
     print(fit.table())
@@ -1170,9 +1173,12 @@ def cmd_runtimes(args) -> int:
     models = _runtime.names()
     for n in args.names:
         base = n.split("[", 1)[0]
+        if n.startswith("calibrated:") or n.endswith((".json", ".toml")):
+            continue        # a profile file, as --runtime takes it (load_runtime says what is wrong with it)
         if base not in _cm.list_runtimes() and base not in _cm.list_calibrated():
             raise UserError(f"unknown runtime {n!r}; runtime models: {', '.join(models)}; physics profiles: "
-                            f"{', '.join(_runtime.PHYSICS)}; calibrated: {', '.join(_cm.list_calibrated())}")
+                            f"{', '.join(_runtime.PHYSICS)}; calibrated: {', '.join(_cm.list_calibrated())}; "
+                            "or a profile file (calibrated:FILE, FILE.json)")
     names = args.names or (models + list(_runtime.PHYSICS) + _cm.list_calibrated())
     rows, cvs = [], []      # cvs: what each loo_mape is (a calibrated profile's cross-validation)
     for n in names:
@@ -1557,7 +1563,9 @@ def build_parser() -> argparse.ArgumentParser:
                          "vllm; sglang, fitted to nothing) with their options and cross-validated error, the physics "
                          "and calibrated profiles",
              cmd_runtimes)
-    sp.add_argument("names", nargs="*", metavar="RUNTIME", help="only these (default: every one)")
+    sp.add_argument("names", nargs="*", metavar="RUNTIME",
+                    help="only these (default: every one): a name, or a profile file as --runtime takes it "
+                         "(calibrated:FILE, FILE.json: one `glmbench calibrate` wrote)")
     fmt_opts(sp)
 
     sp = add("hardware", "list the built-in hardware profiles, or save this machine's measured one", cmd_hardware)

@@ -1,5 +1,6 @@
 """Calibration (glmbench/predict/calibrate.py, `glmbench calibrate`): a known profile is recovered,
 the shipped measurements and profiles hold together, bad input gets one clear error."""
+import dataclasses
 import json
 import os
 
@@ -515,3 +516,75 @@ def test_a_profile_used_on_a_model_or_card_it_never_ran_says_so(capsys):
     assert "was fitted on" not in capsys.readouterr().err
     assert cli.main([*base[:2], "llama.cpp", *base[3:], "--model", "qwen3-32b", "--hardware", "rtx-3090"]) == 0
     assert "was fitted on" not in capsys.readouterr().err
+
+
+def test_a_base_runtime_model_of_another_runtime_than_the_records_is_noted(tmp_path, capsys):
+    """`glmbench calibrate ik.md --base llama.cpp` (ik.md: ik_llama.cpp's sweep-bench) said nothing, and its
+    `base` column read as llama.cpp's error on llama.cpp's points. One note now names the file's runtime
+    and the base; none where the base is the records' runtime, or where the records do not say (a plain
+    llama-bench: ik_llama.cpp ships one too)."""
+    ik = tmp_path / "ik.md"
+    ik.write_text("ik_llama.cpp on an RTX 4080\n\n"
+                  "|    PP |     TG |   N_KV |   T_PP s | S_PP t/s |   T_TG s | S_TG t/s |\n"
+                  "|-------|--------|--------|----------|----------|----------|----------|\n"
+                  "|   512 |    128 |      0 |    0.128 |  3994.38 |    0.995 |   128.62 |\n"
+                  "|   512 |    128 |   4096 |    0.103 |  4965.28 |    1.113 |   114.97 |\n")
+    base = ["calibrate", str(ik), "--model", "llama-3.1-8b", "--weights", "q4_k_m", "-q", "--force"]
+    assert cli.main(base + ["--base", "llama.cpp", "--out", str(tmp_path / "a.json")]) == 0
+    notes = [x for x in capsys.readouterr().err.splitlines() if x.startswith("note: --base")]
+    assert len(notes) == 1, notes
+    assert "ik.md's records say ik_llama.cpp (`tool: llama-sweep-bench (ik_llama.cpp)`)" in notes[0]
+    assert "the `base` column is llama.cpp's prediction of ik_llama.cpp's points" in notes[0]
+    assert cli.main(base + ["--base", "ik_llama.cpp", "--out", str(tmp_path / "b.json")]) == 0
+    assert "note: --base" not in capsys.readouterr().err
+    # a plain llama-bench record names no fork: nothing to say
+    pts = cal.load_points([str(ik)], model="llama-3.1-8b", weights="q4_k_m")
+    plain = [dataclasses.replace(p, record={**p.record, "tool": "llama-bench"}) for p in pts]
+    assert cal.base_runtime_note(plain, "ik_llama.cpp") is None
+    assert cal.base_runtime_note(pts, "typical") is None
+    assert "ik_llama.cpp" in cal.base_runtime_note(pts, "llama.cpp[fa=1]")
+
+
+def test_a_base_that_cannot_run_the_weights_is_named_by_calibrates_own_option(tmp_path, capsys):
+    """`glmbench calibrate ik.md --base llama.cpp --weights iq4_ks` answered "use --runtime ik_llama.cpp", an
+    option calibrate does not have (its is --base). The error now names the option of the command that
+    raised it, and the file and line: calibrate's --base, truth-table's --measured-calibrated; sweep's
+    stays --runtime."""
+    path = str(tmp_path / "ik.json")
+    rec.write_records(path, [dict(evidence="measured", model="llama-3.1-8b", hardware="rtx-4080", n_cards=1,
+                                  weights="iq4_ks", tool="llama-sweep-bench (ik_llama.cpp)", test="tg", n_depth=d,
+                                  n_gen=128, avg_ts=v) for d, v in ((0, 128.6), (4096, 115.0))])
+    rc = cli.main(["calibrate", path, "--base", "llama.cpp", "--out", str(tmp_path / "x.json"), "-q"])
+    err = capsys.readouterr().err
+    assert rc == 2 and "Traceback" not in err and len([x for x in err.splitlines() if x.startswith("error")]) == 1, err
+    assert f"{path}:2: --base llama.cpp" in err and "use --base ik_llama.cpp" in err and "--runtime" not in err
+    assert not os.path.exists(tmp_path / "x.json")
+    rc = cli.main(["truth-table", "-q", "--measured", path, "--measured-calibrated", "llama.cpp"])
+    err = capsys.readouterr().err
+    assert rc == 2 and "use --measured-calibrated ik_llama.cpp" in err and "--runtime" not in err, err
+    rc = cli.main(["sweep", "--runtime", "llama.cpp", "--model", "llama-3.1-8b", "--weights", "iq4_ks", "--cards", "1",
+                   "--depths", "0", "--tests", "tg", "-q"])
+    assert rc == 2 and "use --runtime ik_llama.cpp" in capsys.readouterr().err
+    # a base that runs them: fitted as before
+    assert cli.main(["calibrate", path, "--base", "ik_llama.cpp", "--out", str(tmp_path / "x.json"), "-q"]) == 0
+
+
+def test_the_table_names_each_points_card_where_the_points_span_two(tmp_path):
+    """calibrate's table printed 'over 1 points', and on a file of two runs (an RTX 3090 and an RTX 4090) two
+    rows read 'llama-3-8b pp512 @ d0': only the `where` column told them apart. The label names the card
+    where the points span more than one (or more than one count of cards); one card: as before."""
+    path = str(tmp_path / "two.json")
+    recs = [dict(evidence="measured", model="llama-3-8b", hardware=hw, n_cards=n, weights="q4_0", test="pp",
+                 n_depth=0, n_prompt=512, avg_ts=v, **({"link_gbps": 25.0} if n > 1 else {}))
+            for hw, n, v in (("rtx-3090", 1, 4000.0), ("rtx-4090", 1, 7000.0), ("rtx-3090", 2, 6000.0))]
+    rec.write_records(path, recs)
+    table = cal.calibrate(cal.load_points([path]), loo=False).table()
+    rows = [x for x in table.splitlines() if x.startswith("llama-3-8b ")]
+    assert [r.split("  ")[0].strip() for r in rows] == ["llama-3-8b pp512 @ d0 on RTX 3090",
+                                                        "llama-3-8b pp512 @ d0 on RTX 4090",
+                                                        "llama-3-8b pp512 @ d0 on 2 x RTX 3090"]
+    assert "over 3 points;" in table
+    rec.write_records(path, recs[:1])
+    table = cal.calibrate(cal.load_points([path]), loo=False).table()
+    row = next(x for x in table.splitlines() if x.startswith("llama-3-8b "))
+    assert " on " not in row and "over 1 point;" in table

@@ -170,3 +170,24 @@ def test_the_report_names_a_calibrated_profiles_error_as_its_fit_cross_validated
         assert text.startswith(label), text
         assert "source" not in text
     assert render._bands_text(cm.load_runtime("llama.cpp")).startswith("leave-one-source-out")
+
+
+def test_the_readme_says_which_cv_keys_a_profile_has(tmp_path, capsys):
+    """README's Calibration section said the profile's `calibration` has `cv` / `cv_folds` (and each point's
+    `cv_fold`) to say which cross-validation it was, but calibrate writes them for k-fold only; a leave-one-out
+    profile has none. The README now says so, and what it says is what calibrate writes."""
+    import os
+    import re
+    readme = open(os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "README.md")).read()
+    para = re.sub(r"\s+", " ", readme.split("### Calibration", 1)[1].split("\n\n", 3)[2])
+    said = next(s for s in re.split(r"(?<=[.;])\s", para) if "`cv_folds`" in s)
+    assert "k-fold only" in said, said
+    assert "a leave-one-out profile has none of them" in para
+    path = _points_file(str(tmp_path / "m.json"), n=6)
+    for cv, keys in (("3", {"cv", "cv_folds"}), ("loo", set())):
+        out = str(tmp_path / f"p{cv}.json")
+        assert cli.main(["calibrate", path, "--out", out, "-q", "--cv", cv]) == 0
+        c = json.load(open(out))["calibration"]
+        assert {"cv", "cv_folds"} & set(c) == keys
+        assert all(("cv_fold" in d) == bool(keys) for d in c["points"])
+    capsys.readouterr()

@@ -185,6 +185,33 @@ def test_runtimes(capsys):
     assert rc == 0 and "fitted to no public point" in out and "decode band" in out and "unvalidated" in out
 
 
+
+def test_runtimes_lists_a_users_own_calibrated_profile(capsys, tmp_path):
+    """`glmbench runtimes calibrated:p.json` (or `runtimes p.json`) was refused as an unknown runtime,
+    though every --runtime takes it: a user could not list their own profile's error. It is listed as
+    the others are; a missing or bad file is one error naming it."""
+    m = tmp_path / "m.json"
+    records.write_records(str(m), [dict(evidence="measured", model="llama-3-8b", hardware="rtx-3090", n_cards=1,
+                                        weights="q4_0", test="tg", n_depth=d, n_gen=1, avg_ts=v)
+                                   for d, v in ((0, 140.0), (4096, 125.0), (8192, 110.0))])
+    p = str(tmp_path / "p.json")
+    rc, _, _ = run(capsys, "calibrate", str(m), "--out", p, "-q")
+    assert rc == 0
+    loo = json.load(open(p))["calibration"]["loo_mape"]
+    for name in (f"calibrated:{p}", p):
+        rc, out, err = run(capsys, "runtimes", name)
+        assert rc == 0, err
+        assert f"(calibrated; leave-one-out MAPE {100 * loo:.1f}%)" in out and "Fitted by glmbench calibrate" in out
+    rc, out, _ = run(capsys, "runtimes", f"calibrated:{p}", "--json")
+    (row,) = json.loads(out)
+    assert rc == 0 and row["kind"] == "calibrated" and row["points"] == 3 and row["loo_mape"] == loo
+    rc, _, err = run(capsys, "runtimes", f"calibrated:{tmp_path / 'none.json'}")
+    assert "none.json" in one_line_error(rc, err) and "does not exist" in err
+    (tmp_path / "bad.json").write_text("{}")
+    rc, _, err = run(capsys, "runtimes", str(tmp_path / "bad.json"))
+    assert "bad.json" in one_line_error(rc, err)
+
+
 # ---- sweep, compare, plot ------------------------------------------------------------------------
 def test_sweep_formats_and_compare(capsys, tmp_path):
     a, b = tmp_path / "a.json", tmp_path / "b.csv"

@@ -1508,6 +1508,36 @@ def test_a_page_of_sections_gives_each_batched_table_its_models_weights(tmp_path
     assert [r.get("model") for r in recs if r["source"].endswith(":" + str(text3.count("\n")))] == [None, None]
 
 
+
+def test_a_second_table_under_a_heading_naming_no_model_takes_the_pastes_one_model(tmp_path):
+    """ik_llama.cpp PR 374's paste, saved as ik.md: prose naming LLaMA-3.1-8B-Instruct and IQ4_KS, then a
+    sweep-bench table under <summary>Main branch</summary> and one under <summary>PR</summary>. The first
+    took its model from the prose; the second, a section of its own, took none (`calibrate ik.md` failed at
+    'ik.md:NN: ... pass --model'). Where the paste names one model only and the heading names none, the
+    second table takes that model and its weights; a heading naming a model of its own, or a paste naming
+    two, carries nothing over."""
+    table = ("|    PP |     TG |   N_KV |   T_PP s | S_PP t/s |   T_TG s | S_TG t/s |\n"
+             "|-------|--------|--------|----------|----------|----------|----------|\n"
+             "|   512 |    128 |      0 |    0.128 |  3994.38 |    0.995 |   128.62 |\n"
+             "|   512 |    128 |    512 |    0.091 |  5635.54 |    1.003 |   127.59 |\n")
+    def paste(prose, second="PR"):
+        return (f"#### Description\n\nThis PR adds MMQ for `IQ4_KS`. {prose} GPU is RTX-4080.\n\n"
+                f"<details>\n<summary>Main branch</summary>\n\n{table}\n</details>\n\n"
+                f"<details>\n<summary>{second}</summary>\n\n{table}\n</details>\n")
+    notices = []
+    recs = im.read(write(tmp_path, "ik.md", paste("Model is LLaMA-3.1-8B-Instruct.")), notices=notices)
+    assert len(recs) == 8
+    assert {(r["model"], r["weights"]) for r in recs} == {("llama-3.1-8b", "iq4_ks")}
+    second = [r for r in recs if r["label"] == "PR"]
+    assert len(second) == 4 and all("paste's one model" in r["inferred"]["model"] for r in second)
+    assert not any("not stated" in n or "model: not known" in n for n in notices), notices
+    # a heading that names a model (one glmbench does not know, by its size), or a paste naming two: nothing carried
+    for text in (paste("Model is LLaMA-3.1-8B-Instruct.", second="Foo-8B"),
+                 paste("Model is LLaMA-3.1-8B-Instruct, compared with Qwen3-32B.")):
+        recs = im.read(write(tmp_path, "ik2.md", text))
+        assert [r.get("model") for r in recs if r["label"] != "Main branch"] == [None] * 4
+
+
 def test_phi3_rows_tell_phi_3_mini_from_phi_4_mini_by_params():
     # llama.cpp labels both 32-layer phi3 models "3B"; llama-bench's params column (2 decimals, or the exact count)
     # tells Phi-3-mini (3.82 B) from Phi-4-mini (3.84 B), 0.39% apart

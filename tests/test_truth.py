@@ -202,3 +202,52 @@ def test_a_physics_profile_s_report_says_its_error_on_the_public_set():
     assert f"`typical` misses decode by {100 * p['tg']:.0f}% and prefill by {100 * p['pp']:.0f}%" in text
     assert "(`llama.cpp`)" in text and "(`vllm`)" in text
     assert truth.physics_on_public("ideal")["pp"] != p["pp"]
+
+
+def _card_files(tmp_path):
+    """Two measured files of one model, on an RTX 3090 and an RTX 4090 (glmbench records)."""
+    paths = {}
+    for hw, scale in (("rtx-3090", 1.0), ("rtx-4090", 1.3)):
+        recs = [dict(evidence="measured", model="llama-3-8b", hardware=hw, n_cards=1, weights="q4_k_m", type_k="f16",
+                     type_v="f16", test=t, n_depth=dep, n_prompt=512 if t == "pp" else 0, n_gen=128 if t == "tg" else 0,
+                     avg_ts=scale * (3000.0 if t == "pp" else 100.0) * (0.8 if dep else 1.0))
+                for t in ("pp", "tg") for dep in (0, 4096)]
+        paths[hw] = str(tmp_path / f"{hw}.json")
+        rec.write_records(paths[hw], recs)
+    return paths
+
+
+def test_a_measured_file_the_profile_was_not_fitted_on_is_out_of_sample(tmp_path):
+    """truth-table --measured 4090.md --measured-calibrated calibrated:p.json, p fitted on the 3090's
+    file only, showed the 4090's error (20%) as `calibrated (in-sample)` and `–` out-of-sample. The
+    profile's calibration.points says what it was fitted on: the 4090's points are out-of-sample, the
+    3090's in-sample with the leave-one-out predictions the profile stores."""
+    paths = _card_files(tmp_path)
+    fit = cal.calibrate(cal.load_points([paths["rtx-3090"]]))
+    prof_path = str(tmp_path / "p.json")
+    cal.write_profile(prof_path, fit)
+    prof = cm.load_runtime("calibrated:" + prof_path)
+    both = str(tmp_path / "both.json")
+    rec.write_records(both, [r for p in paths.values() for _, r in cal.read_measured(p)])
+    srcs = [truth.Source(name, p, prof) for name, p in (("3090", paths["rtx-3090"]), ("4090", paths["rtx-4090"]),
+                                                         ("both", both))]
+    rows, _ = truth.build(extra=srcs, progress=False, published=False)
+    by = {s: [r for r in rows if r.source == s] for s in ("3090", "4090", "both")}
+    assert all(r.held_out is True and r.loo is None for r in by["4090"])
+    assert all(r.held_out is False for r in by["3090"])
+    assert [r.loo for r in by["3090"]] == pytest.approx(fit.loo_predicted)
+    mixed = {r.point.setup.rig.name: r.held_out for r in by["both"]}
+    assert mixed == {"RTX 3090": False, "RTX 4090": True}
+    s = {d["source"]: d for d in truth.summary(rows)}
+    err4090 = [abs(r.calibrated / r.point.measured - 1) for r in by["4090"]]
+    assert s["4090"]["calibrated_in_sample"] is None and s["4090"]["out_of_sample"] == "not fitted on"
+    assert s["4090"]["calibrated_out_of_sample"] == pytest.approx(np.mean(err4090))
+    assert np.mean(err4090) > 0.05   # the 4090 is faster: a 3090 fit misses it
+    assert s["3090"]["calibrated_in_sample"] == pytest.approx(fit.mape)
+    assert s["3090"]["calibrated_out_of_sample"] == pytest.approx(fit.loo_mape)
+    assert s["both"]["calibrated_in_sample"] == pytest.approx(fit.mape)
+    assert s["both"]["calibrated_out_of_sample"] == pytest.approx(np.mean(
+        [abs(x / r.point.measured - 1) for x, r in zip(fit.loo_predicted, by["3090"])] + err4090))
+    assert s["both"]["out_of_sample"] == "leave-one-out + not fitted on"
+    text = truth.render(rows, srcs, "glmbench truth-table")
+    assert "not fitted on (+" in text or "not fitted on (-" in text

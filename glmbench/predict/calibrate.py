@@ -398,6 +398,20 @@ def serving_record(r: dict) -> dict | None:
             "n_depth": int(r.get("n_prompt") or 0), "n_streams": B, "avg_ts": B / float(r["tpot_s"]), "serving": True}
 
 
+def check_weights_run(points: Sequence[Point], profile: cm.RuntimeProfile, option: str, given=None) -> None:
+    """A CalibrationError naming the first point whose weights the runtime model `profile` cannot run
+    (llama.cpp and ik_llama.cpp's own types, ...; with the options its record states, as predict_point
+    runs it), and the option of the command that chose it (`option`: calibrate's --base, truth-table's
+    --measured-calibrated) where a Setup would name --runtime."""
+    for p in points:
+        bp = profile
+        if profile.options and not profile.option_values:
+            bp = profile.with_options(**rtm.options_from_record(profile, p.record))
+        refused = bp.weights_refused(p.setup.weight_fmt, option=option)
+        if refused:
+            raise CalibrationError(f"{p.where}: {option} {given or profile.name}: `weights`: {refused}")
+
+
 def predict_point(pt: Point, profile: cm.RuntimeProfile) -> float:
     """tok/s the profile predicts for the point: pp n at depth, or the mean speed of n_gen
     tokens generated from depth on (the mean step time over the depths they see). A runtime model
@@ -466,6 +480,7 @@ def base_profile(points: Sequence[Point], base="typical") -> tuple[cm.RuntimePro
     point's model and GPU, and each MLA strategy of the points at base's attention memory
     efficiency."""
     b = cm.load_runtime(base)
+    check_weights_run(points, b, "--base", base)
     why = {}
     step_us = layer_us = 0.0
     if b.launch_overhead:
@@ -488,6 +503,45 @@ def base_profile(points: Sequence[Point], base="typical") -> tuple[cm.RuntimePro
                                layer_overhead_us=b.layer_overhead_us + layer_us, mla_attention_efficiency=mla,
                                calibration={})
     return prof, why
+
+
+def _stated_runtime(r: dict) -> tuple:
+    """(the runtime model a record says in so many words it ran on, how it says it), or (None, None): its
+    `runtime_model` / `runtime` field, or a tool or backend naming it (`llama-sweep-bench (ik_llama.cpp)`,
+    the mainline port of sweep-bench, vLLM, SGLang, a Vulkan build). A plain llama-bench record says
+    nothing of which fork built it (ik_llama.cpp ships a llama-bench too), nor does glmbench's own."""
+    rt = rtm.from_record(r)
+    if rt is None:
+        return None, None
+    for k in ("runtime_model", "runtime"):
+        v = r.get(k)
+        if isinstance(v, str) and v.split("[", 1)[0] == rt:
+            return rt, f"`{k}: {v}`"
+    tool = str(r.get("tool") or "")
+    if rt == "llama.cpp" and "mainline" not in tool.lower():
+        return None, None
+    if rt == "llama.cpp-vulkan":
+        return rt, f"`backends: {r.get('backends')}`"
+    return rt, f"`tool: {tool}`"
+
+
+def base_runtime_note(points: Sequence[Point], base) -> str | None:
+    """One note where `base` is a runtime model (llama.cpp, ...) and the points' records say they ran on
+    another runtime: the `base` column is then that model's prediction of another runtime's points."""
+    b = str(getattr(base, "name", base)).split("[", 1)[0]
+    if b not in rtm.names():
+        return None
+    other = {}
+    for p in points:
+        rt, how = _stated_runtime(p.record)
+        if rt is not None and rt != b:
+            other.setdefault((p.where.rsplit(":", 1)[0], rt), how)
+    if not other:
+        return None
+    runtimes = list(dict.fromkeys(rt for _, rt in other))
+    said = ", ".join(f"{os.path.basename(f)}'s records say {rt} ({how})" for (f, rt), how in other.items())
+    return (f"note: --base {base} is {b}'s runtime model, but {said}: the `base` column is {b}'s prediction of "
+            f"{' and '.join(runtimes)}'s points (--base {runtimes[0]} starts from that runtime's own model)")
 
 
 def _residuals(points, profile) -> np.ndarray:
@@ -688,15 +742,20 @@ class Calibration:
         # what the points ran on (card, split, formats, offload): the rows name only model and test
         lines = [("measured on: " if i == 0 else "             ") + w
                  for i, w in enumerate(dict.fromkeys(_measured_on(pt.setup) for pt in self.points))]
-        lines.append(f"{'point':<38} {'measured':>10} {'predicted':>10} {'residual':>9} {'left out':>9} {'base':>9}  where")
-        for pt, p, r, l, b in zip(self.points, self.predicted, self.residuals, self.loo_errors, base):
+        # points on more than one card (a file of two runs): each row names its card, or two rows read alike
+        cards = [_card(pt.setup) for pt in self.points]
+        labels = [pt.label + (f" on {c}" if len(set(cards)) > 1 else "") for pt, c in zip(self.points, cards)]
+        w = max([38] + [len(x) for x in labels])
+        lines.append(f"{'point':<{w}} {'measured':>10} {'predicted':>10} {'residual':>9} {'left out':>9} {'base':>9}  where")
+        for pt, lab, p, r, l, b in zip(self.points, labels, self.predicted, self.residuals, self.loo_errors, base):
             lo = "–" if l is None else f"{100 * l:+.1f}%"
             bs = "–" if b is None else f"{100 * b:+.1f}%"
-            lines.append(f"{pt.label:<38} {pt.measured:>10.1f} {p:>10.1f} {100 * r:>+8.1f}% {lo:>9} {bs:>9}  {pt.where}")
+            lines.append(f"{lab:<{w}} {pt.measured:>10.1f} {p:>10.1f} {100 * r:>+8.1f}% {lo:>9} {bs:>9}  {pt.where}")
         loo = "–" if self.loo_mape is None else f"{100 * self.loo_mape:.1f}%"
         bm = "" if self.base_mape is None else (f"; base profile `{self.base_name}` before the fit (its options as "
                                                 f"each record states them): {100 * self.base_mape:.1f}%")
-        lines.append(f"MAPE {100 * self.mape:.1f}% over {len(self.points)} points; {self.cv_label} error {loo}{bm}")
+        n = len(self.points)
+        lines.append(f"MAPE {100 * self.mape:.1f}% over {n} point{'s' if n != 1 else ''}; {self.cv_label} error {loo}{bm}")
         lines.append("fitted: " + (", ".join(f"{n} = {_get(self.profile, n):.4g}{_at_bound(n, _get(self.profile, n))}"
                                              for n in self.fitted) or "nothing"))
         # the start profile's values (--base: typical, or a runtime model such as llama.cpp), which the
@@ -713,6 +772,12 @@ class Calibration:
         if len(self.points) == 1:
             lines.append("one point: no leave-one-out error, so its predictions of that test carry no band")
         return "\n".join(lines)
+
+
+def _card(s: cm.Setup) -> str:
+    """The card(s) a point ran on, short: "RTX 3090", "2 x RTX 3090"."""
+    n = s.rig.n_cards
+    return s.gpu.name if n == 1 else f"{n} x {s.gpu.name}"
 
 
 def _measured_on(s: cm.Setup) -> str:

@@ -225,24 +225,25 @@ class RuntimeProfile:
         kernel paths and efficiencies are a GPU runtime's, meaningless on a CPU."""
         return (self.calibration or {}).get("cv_bands") is not None
 
-    def weights_refused(self, fmt) -> str | None:
+    def weights_refused(self, fmt, option: str = "--runtime") -> str | None:
         """Why this runtime cannot run weights of format `fmt` (a vocab Format or Mix), or None. Only the
         runtime models say so (the physics and calibrated profiles price any format): llama.cpp and its
         Vulkan build run GGUF's ggml types (not vLLM's fp8 / AWQ / GPTQ checkpoints, nor ik_llama.cpp's own
         IQ*_K types, which mainline ggml lacks; the Vulkan model's fork=ik_llama.cpp runs the fork's);
         ik_llama.cpp runs ggml's and its own; vLLM and SGLang their own formats and GGUF files of ggml
-        types (their GGUF loaders read ggml's type table, which holds none of ik_llama.cpp's)."""
+        types (their GGUF loaders read ggml's type table, which holds none of ik_llama.cpp's). `option`: the
+        option of the command that chose this runtime, named in the advice (calibrate's is --base)."""
         base = self.name.split("[")[0]
         name = getattr(fmt, "name", str(fmt))
         if name in vocab.VLLM_FORMATS and base in ("llama.cpp", "llama.cpp-vulkan", "ik_llama.cpp"):
             return (f"{name} is a vLLM checkpoint format ({', '.join(vocab.VLLM_FORMATS)}), which {base} does not "
-                    "run: use --runtime vllm or sglang, or a GGUF type (q8_0, Q4_K_M, ...)")
+                    f"run: use {option} vllm or sglang, or a GGUF type (q8_0, Q4_K_M, ...)")
         if name in vocab.IK_FORMATS:
             fork = self.option_values.get("fork")
             if base == "llama.cpp" or (base == "llama.cpp-vulkan" and fork != "ik_llama.cpp") or \
                     base in ("vllm", "sglang"):
                 return (f"{name} is ik_llama.cpp's own type, which {base} does not run (mainline ggml has no such "
-                        "type): use --runtime ik_llama.cpp, or a ggml type (IQ4_XS, Q4_K_M, ...)")
+                        f"type): use {option} ik_llama.cpp, or a ggml type (IQ4_XS, Q4_K_M, ...)")
         return None
 
     @property

@@ -17,7 +17,9 @@ Sources:
     profile calibrated on all its points (leave-one-out computed here).
   - any other measured file (`--measured FILE --measured-hardware GPU|profile.json
     [--measured-model M]`), shown with ideal and typical only unless `--measured-calibrated
-    PROFILE` names a profile of that runtime.
+    PROFILE` names a profile of that runtime. Which of its points such a profile was fitted on, its
+    `calibration.points` says (`fitted_entry`): those are in-sample, with the cross-validated
+    prediction the profile stores for each; every other point is out-of-sample (not fitted on).
 
 Nothing here measures: every number is read from a file or predicted by the cost model, so the
 table is regenerated the same way on any machine (the C core is not needed).
@@ -50,6 +52,7 @@ class Source:
     note: str = ""
     runtime_model: str | None = None   # the runtime model of the points' runtime (llama.cpp, ...), fitted
                                        # to the public set only: how it predicts them out of the box
+    option: str = "--measured-calibrated"   # the option that chose `calibrated` (named in its errors)
 
 
 @dataclass
@@ -62,6 +65,8 @@ class Row:
     held_out: bool | None       # None: the profile saw every point (in-sample)
     loo: float | None = None    # leave-one-out prediction (in-sample sources)
     model: float | None = None  # the runtime model's prediction (Source.runtime_model; never fitted to the point)
+    loo_kind: str = "leave-one-out"     # how `loo` was made (a profile's own k-fold: "10-fold")
+    held_kind: str = "held-out depths"  # what the held-out points are (summary's out-of-sample label)
 
     def err(self, v):
         return None if v is None else v / self.point.measured - 1
@@ -116,18 +121,83 @@ def llama_bench_source(d: str) -> Source:
                   loo=True, note=f"host profile, model config and calibration in {d}")
 
 
+def _same_setup(p: cal.Point, label) -> bool:
+    """`label` (a profile's `calibration.points[].setup`) is p's setup under some runtime profile:
+    the same words before and after the runtime's name."""
+    mine, rt = p.setup.label, p.setup.runtime.name
+    k = mine.rfind(", " + rt)
+    if k < 0 or not isinstance(label, str):
+        return False
+    pre, post = mine[:k + 2], mine[k + 2 + len(rt):]
+    if len(label) <= len(pre) + len(post) or not label.startswith(pre) or not label.endswith(post):
+        return False
+    return ", " not in label[len(pre):len(label) - len(post)]
+
+
+def _file_line(where) -> tuple:
+    f, _, line = str(where).rpartition(":")
+    return os.path.basename(f), line
+
+
+def fitted_entry(p: cal.Point, fit: list) -> dict | None:
+    """The entry of a profile's `calibration.points` (what `glmbench calibrate` fitted it to) that is
+    point p, or None where the profile was not fitted on p: the same test, depth and token counts, the
+    same measured speed, and the same setup (its runtime aside) or the same file and line."""
+    for d in fit:
+        if not isinstance(d, dict):
+            continue
+        try:
+            same = (d.get("test") == p.test and d.get("n_depth") == p.n_depth and d.get("n_prompt") == p.n_prompt
+                    and d.get("n_gen") == p.n_gen
+                    and abs(float(d["measured_ts"]) - p.measured) <= 1e-9 * max(abs(p.measured), 1.0))
+        except (KeyError, TypeError, ValueError):
+            continue
+        if same and (_same_setup(p, d.get("setup")) or (d.get("model") == p.setup.model.name
+                                                          and _file_line(d.get("where")) == _file_line(p.where))):
+            return d
+    return None
+
+
+def _profile_fit(prof) -> tuple:
+    """(the points a calibrated profile lists as fitted on, how its stored out-of-sample predictions
+    were made), or (None, None) where it lists none (a runtime model, a hand-written profile)."""
+    c = getattr(prof, "calibration", None) or {}
+    pts = c.get("points") if isinstance(c, dict) else None
+    if not isinstance(pts, list) or not pts:
+        return None, None
+    k = c.get("cv_folds")
+    return pts, (f"{k}-fold" if isinstance(k, int) and not isinstance(k, bool) else "leave-one-out")
+
+
 def rows_for(src: Source) -> list[Row]:
+    """Each point of the source beside its predictions. A calibrated profile that neither the source's
+    fit_path nor its refits (loo) say what it saw tells it itself (`calibration.points`): a point it
+    was fitted on is in-sample, with its stored cross-validated prediction; any other is held out."""
     pts = cal.load_points([src.path], hardware_=src.hardware, model=src.model, multi_stream=src.calibrated is None)
     ideal, typical = cm.load_runtime("ideal"), cm.load_runtime("typical")
     fitted = {vocab.point_key(r) for _, r in cal.read_measured(src.fit_path)} if src.fit_path else None
     loo = (cal.loo_predictions(pts) if src.loo and src.calibrated is not None else [None] * len(pts))
+    if src.calibrated is not None:
+        cal.check_weights_run(pts, src.calibrated, src.option)
+    fit, loo_kind = (None, None)
+    if src.calibrated is not None and fitted is None and not src.loo:
+        fit, loo_kind = _profile_fit(src.calibrated)
     model = cm.load_runtime(src.runtime_model) if src.runtime_model else None
     out = []
     for i, p in enumerate(pts):
         held = None if fitted is None else vocab.point_key(p.record) not in fitted
+        lo = loo[i]
+        kinds = {}
+        if fit is not None:
+            d = fitted_entry(p, fit)
+            held = d is None
+            v = None if d is None else d.get("loo_predicted_ts")
+            lo = float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) and v > 0 else None
+            kinds = dict(loo_kind=loo_kind, held_kind="not fitted on")
         c = None if src.calibrated is None else cal.predict_point(p, src.calibrated)
         m = None if model is None else cal.predict_point(p, model)
-        out.append(Row(src.label, p, cal.predict_point(p, ideal), cal.predict_point(p, typical), c, held, loo[i], m))
+        out.append(Row(src.label, p, cal.predict_point(p, ideal), cal.predict_point(p, typical), c, held, lo, m,
+                       **kinds))
     return out
 
 
@@ -142,16 +212,17 @@ def summary(rows: list[Row]) -> list[dict]:
     out = []
     for s in dict.fromkeys(r.source for r in rows):
         rs = [r for r in rows if r.source == s]
-        held = [r for r in rs if r.held_out]
-        oos = ([r.err(r.loo) for r in rs] if any(r.loo is not None for r in rs)
-               else [r.err(r.calibrated) for r in held])
+        # out-of-sample: a point's cross-validated prediction where it has one, else its error where the
+        # profile never saw it (held out); in-sample: the points the profile was fitted on
+        oos = [r.err(r.loo if r.loo is not None else r.calibrated) for r in rs if r.loo is not None or r.held_out]
         insample = [r.err(r.calibrated) for r in rs if not r.held_out]
+        kinds = list(dict.fromkeys([r.loo_kind for r in rs if r.loo is not None]
+                                   + [r.held_kind for r in rs if r.held_out and r.loo is None]))
         out.append(dict(source=s, points=len(rs), ideal=_mape(r.err(r.ideal) for r in rs),
                         typical=_mape(r.err(r.typical) for r in rs), model=_mape(r.err(r.model) for r in rs),
                         calibrated_in_sample=_mape(insample),
                         calibrated_out_of_sample=_mape(oos),
-                        out_of_sample="held-out depths" if held else ("leave-one-out" if any(
-                            r.loo is not None for r in rs) else "")))
+                        out_of_sample=" + ".join(kinds)))
     return out
 
 
@@ -237,7 +308,9 @@ def render(rows: list[Row], sources: list[Source], command: str, public: list[di
          "`typical` runtime profiles, and **calibrated** (a profile fitted to measurements of that runtime). "
          "Error = predicted / measured - 1. A calibrated profile fitted to the very points it is shown against "
          "is in-sample; its out-of-sample error is the leave-one-out one (the point predicted by a profile "
-         "refitted without it) or, for this CPU, the error on depths the fit never saw.", "",
+         "refitted without it) or the error on points the fit never saw (held out: for this CPU, the depths "
+         "its calibration left out; for a measured file, the points the profile's `calibration.points` does not "
+         "list).", "",
          "## Sources", ""]
     for s in sources:
         shown = s.path if not os.path.isabs(s.path) or not s.path.startswith(MEASURED_DIR) else "shipped"
@@ -264,9 +337,10 @@ def render(rows: list[Row], sources: list[Source], command: str, public: list[di
         setup = p.setup.label.rsplit(",", 1)[0]   # the runtime name is the column's
         cal_s = "–" if r.calibrated is None else f"{r.calibrated:.1f} ({_pct(r.err(r.calibrated))})"
         if r.loo is not None:
-            oos = f"{r.loo:.1f} ({_pct(r.err(r.loo))}) leave-one-out"
+            oos = f"{r.loo:.1f} ({_pct(r.err(r.loo))}) {r.loo_kind}"
         elif r.held_out:
-            oos = f"held out ({_pct(r.err(r.calibrated))})"
+            word = "held out" if r.held_kind == "held-out depths" else r.held_kind
+            oos = f"{word} ({_pct(r.err(r.calibrated))})"
         elif r.held_out is False:
             oos = "fitted on"
         else:

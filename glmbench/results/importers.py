@@ -3035,8 +3035,18 @@ def _read_pasted(text, ctx):
         if b.label:
             section = b.label
         mine = [x for x in seen if x[0] == section] if b.label else seen
+        carried = []
+        if b.label and not any(m for _, m, _ in mine):
+            # a heading that names no model ("Main branch", "PR": one model's runs under two labels, not a page
+            # with a section per model): where the paste names one model only, the model (and weights) of its
+            # tables so far carry, after everything the table's own section and the file name say
+            # (a heading with a parameter count, "Foo-7B", names a model glmbench may not know: never carried over)
+            one = list(dict.fromkeys(m for _, m, _ in seen if m))
+            if len(one) == 1 and not names_in(b.label) and not _SIZE_WORD.search(b.label) \
+                    and set(names_in(f"{text}\n{fname}")) <= set(one):
+                carried = [x for x in seen if x[1] == one[0]]
         models_seen = list(dict.fromkeys(m for _, m, _ in mine if m))
-        weights_seen = list(dict.fromkeys(w for _, _, w in mine if w))
+        weights_seen = list(dict.fromkeys(w for _, _, w in (mine or carried) if w))
         meta, inferred = _block_meta(b, ctx, text, text_before, fname, weights_seen)
         if b.kind == "llama-bench":
             recs = _pasted_llama_bench(b, ctx, meta, inferred, text_before)
@@ -3055,7 +3065,8 @@ def _read_pasted(text, ctx):
         elif b.kind == "sglang-offline":
             recs = _pasted_sglang_offline(b, ctx, meta, inferred)
         else:
-            model, how = _table_model(b, ctx, text_before, models_seen)
+            model, how = _table_model(b, ctx, text_before, models_seen,
+                                      carried=carried[0][1] if carried else None)
             meta["model"] = model
             inferred["model"] = how
             meta["inferred"] = inferred
@@ -3114,9 +3125,14 @@ def _weights_by_model(recs, ctx):
         ctx.notices[:] = [n for n in ctx.notices if "weights: not stated" not in n]
 
 
-def _table_model(b, ctx, text_before, models_seen):
+_SIZE_WORD = re.compile(r"(?<![0-9.])\d+(?:\.\d+)?[BbMm](?![A-Za-z0-9])")    # "7B", "30B-A3B", "20b", "135M"
+
+
+def _table_model(b, ctx, text_before, models_seen, carried=None):
     """A table without a model column: --model, else the command line's -m, a heading, the text
-    before it, the one model the file's other tables named, the file name."""
+    before it, the one model the file's other tables (of its section) named, the file name, the text
+    above it (of its section), and last `carried`: the one model of a paste's tables under other headings
+    that name no model (_read_pasted)."""
     if ctx.model:
         return ctx.model, "given (--model)"
     hints = []
@@ -3142,6 +3158,8 @@ def _table_model(b, ctx, text_before, models_seen):
         text_before = text_before[text_before.rfind(b.label):]
     if text_before.strip():
         hints.append((text_before, "text above the table"))
+    if carried:
+        hints.append((carried, "paste's one model (its tables under the headings above)"))
     return ctx.model_for(b.start, hints=hints, what=f"the {b.kind} table at line {b.start} measured")
 
 
