@@ -283,20 +283,26 @@ def test_study_point_line_says_one_stream_not_one_streams(ladder):
     assert "1 stream " in text and "8 streams " in text
 
 
+def _drawn_trace(tmp_path, lengths, chart):
+    """A two-model, two-rig trace study of requests of these prompt lengths (each twice), `chart` of it
+    drawn: (result, figure, renderer)."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    p = tmp_path / "lengths.csv"
+    p.write_text("arrival_s,prompt_tokens,output_tokens\n" +
+                 "".join(f"{2.0 * i},{n},32\n" for i, n in enumerate(list(lengths) * 2)))
+    st = Study(models=("glm-4.7-flash", "qwen3-32b"), cards=(1, 2), depths=(1024,), concurrency=(1,))
+    res = workload.trace_study(st, str(p), progress=False)
+    fig = chart(res)
+    FigureCanvasAgg(fig).draw()
+    return res, fig, fig.canvas.get_renderer()
+
+
 def test_trace_winners_says_no_requests_in_an_empty_bucket(tmp_path):
     """`glmbench trace azure-conv-2023`: trace_winners.png showed nothing in its 16-32K to >=128K buckets, and a
     reader could not tell an empty bucket from a missing bar; each empty bucket now says "no requests", inside
     its panel (the last one sat on the right spine), apart from the other labels; a bucket with requests does not."""
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
     from glmbench.report import plots
-    p = tmp_path / "short.csv"
-    p.write_text("arrival_s,prompt_tokens,output_tokens\n" +
-                 "".join(f"{2.0 * i},{n},32\n" for i, n in enumerate([500, 3000, 6000] * 2)))
-    st = Study(models=("glm-4.7-flash", "qwen3-32b"), cards=(1, 2), depths=(1024,), concurrency=(1,))
-    res = workload.trace_study(st, str(p), progress=False)
-    fig = plots.trace_winners(res)
-    FigureCanvasAgg(fig).draw()
-    r = fig.canvas.get_renderer()
+    res, fig, r = _drawn_trace(tmp_path, [500, 3000, 6000], plots.trace_winners)
     (ax,) = fig.axes
     names = [t.get_text() for t in ax.get_xticklabels()]
     empty = {w["bucket"] for w in res["winners"] if not w["requests"]}
@@ -316,16 +322,8 @@ def test_trace_latency_says_no_requests_and_draws_no_line_across_an_empty_bucket
     on the left spine. Each empty bucket now says "no requests" (clear of the lines, the target and its label),
     every line breaks there, and each bucket's slot lies inside the panel."""
     import math
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
     from glmbench.report import plots
-    p = tmp_path / "gap.csv"
-    p.write_text("arrival_s,prompt_tokens,output_tokens\n" +
-                 "".join(f"{2.0 * i},{n},32\n" for i, n in enumerate([500, 3000, 20000] * 2)))
-    st = Study(models=("glm-4.7-flash", "qwen3-32b"), cards=(1, 2), depths=(1024,), concurrency=(1,))
-    res = workload.trace_study(st, str(p), progress=False)
-    fig = plots.trace_latency(res)
-    FigureCanvasAgg(fig).draw()
-    r = fig.canvas.get_renderer()
+    res, fig, r = _drawn_trace(tmp_path, [500, 3000, 20000], plots.trace_latency)
     empty = {"4-8K", "8-16K", "32-64K", "64-128K", ">=128K"}
     for ax in fig.axes:
         names = [t.get_text() for t in ax.get_xticklabels()]
