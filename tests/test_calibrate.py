@@ -588,3 +588,52 @@ def test_the_table_names_each_points_card_where_the_points_span_two(tmp_path):
     table = cal.calibrate(cal.load_points([path]), loo=False).table()
     row = next(x for x in table.splitlines() if x.startswith("llama-3-8b "))
     assert " on " not in row and "over 1 point;" in table
+
+
+def test_a_fit_trial_works_out_each_op_s_fixed_part_once(tmp_path, monkeypatch):
+    """A fit's trial profiles price their shared op lists (same_ops_as) without working out again what does
+    not depend on the efficiencies the trials change (costmodel._fixed: the kernel table's entries, the card's
+    peaks and per-SM limits, launch time): once per op, card and kernel table. Every number stays the one an
+    unshared profile of the same numbers gives, and a small fit works the fixed part out for a small share of
+    the ops it prices (it was every op of every trial: a 64-point calibration took over 10 minutes)."""
+    from glmbench.predict import hardware as hw
+    calls = {"fixed": 0, "time": 0}
+    fixed, time_ = cm._fixed, cm._time
+
+    def count_fixed(*a):
+        calls["fixed"] += 1
+        return fixed(*a)
+
+    def count_time(*a):
+        calls["time"] += 1
+        return time_(*a)
+    monkeypatch.setattr(cm, "_fixed", count_fixed)
+    monkeypatch.setattr(cm, "_time", count_time)
+    base = cm.load_runtime("llama.cpp")
+    assert base.kernels                                     # a runtime model: its kernel table is read per op
+    s0 = cm.Setup("llama-3.1-8b", hw.Rig(hw.get_gpu("rtx-4080"), 1), weights="q4_K_M", runtime=base)
+    prev = cal._set(base, {"compute_efficiency.matmul": 0.5})
+    a = dataclasses.replace(s0, runtime=prev)
+    cm.decode(a, 1024), cm.prefill(a, 512, 1024)
+    first = calls["fixed"]
+    assert first > 0
+    for t in ({"compute_efficiency.matmul": 0.4}, {"memory_efficiency.attention": 0.3},
+              {"layer_overhead_us": 30.0, "step_overhead_us": 5.0}, {"compute_efficiency.vector": 0.2}):
+        trial = cal._set(prev, t)
+        a = dataclasses.replace(s0, runtime=trial)
+        b = dataclasses.replace(s0, runtime=dataclasses.replace(trial))      # the same numbers, not registered
+        for x, y in ((cm.decode(a, 1024), cm.decode(b, 1024)), (cm.prefill(a, 512, 1024), cm.prefill(b, 512, 1024))):
+            assert x.seconds == y.seconds and x.breakdown() == y.breakdown()
+        n = calls["fixed"]
+        cm.decode(a, 1024), cm.prefill(a, 512, 1024)
+        assert calls["fixed"] == n                          # the shared op lists: nothing worked out again
+        prev = trial
+    # a small fit (4 points, its trials sharing op lists): the fixed part is worked out for a few ops of many
+    path = str(tmp_path / "m.json")
+    rec.write_records(path, [dict(evidence="measured", model="llama-3.1-8b", hardware="rtx-4080", n_cards=1,
+                                  weights="q4_K_M", test=t, n_depth=d, n_prompt=n, n_gen=g, avg_ts=v)
+                             for t, d, n, g, v in (("pp", 0, 512, 0, 5200.0), ("tg", 0, 0, 128, 125.0),
+                                                   ("pp", 4096, 512, 0, 4700.0), ("tg", 4096, 0, 128, 110.0))])
+    calls.update(fixed=0, time=0)
+    cal.fit_profile(cal.load_points([path]), "llama.cpp")
+    assert calls["time"] > 10000 and calls["fixed"] * 10 < calls["time"], calls

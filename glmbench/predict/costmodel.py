@@ -408,7 +408,7 @@ class _Op:
     `family`: the kernel path and weight family (glmbench.predict.kernels) whose efficiencies a
     runtime model's kernel table gives; `tpe`: tokens per expert of a MoE prefill op."""
     __slots__ = ("name", "cls", "dtype", "tflops", "vflops", "bytes", "kernels", "path", "family", "tpe", "tile", "acc16",
-                 "capf", "chain", "step_cycles")
+                 "capf", "chain", "step_cycles", "memo")
 
     def __init__(self, name, cls, dtype, tflops, vflops, nbytes, kernels, path=None, family=None, tpe=0.0, tile=0.0,
                  acc16=0.0):
@@ -419,6 +419,7 @@ class _Op:
         self.capf = 1.0         # share of the per-SM GEMV cap its weight types stream (_cap_factor)
         self.chain = 0          # dependent steps one after another (a recurrence's tokens per stream)
         self.step_cycles = 0.0  # clock cycles of one such step (0: GDN_STEP_CYCLES)
+        self.memo = None        # _time's: [card, kernel table, their key, _fixed, last efficiencies, last result]
 
 
 def _op_efficiency(op: _Op, rt: RuntimeProfile, attn=None) -> tuple:
@@ -438,9 +439,64 @@ def _op_efficiency(op: _Op, rt: RuntimeProfile, attn=None) -> tuple:
 
 def _time(op: _Op, gpu, rt: RuntimeProfile, attn=None):
     """attn: (compute, memory) efficiency of attention ops for this setup
-    (RuntimeProfile.attention_efficiency); None: the profile's attention class."""
-    ce = rt.compute_efficiency
-    e_c, e_m = _op_efficiency(op, rt, attn)
+    (RuntimeProfile.attention_efficiency); None: the profile's attention class.
+
+    What does not depend on the profile's per-class efficiencies (the kernel table's entries, the card's
+    peaks and per-SM limits, launch time: _fixed) is worked out once per op, card and kernel table and kept
+    on the op (op.memo); an op priced again with the same efficiencies returns its last result. A
+    calibration's trials share their op lists (same_ops_as) and most change one op class's efficiency."""
+    ce, me = rt.compute_efficiency, rt.memory_efficiency
+    e_c, e_m = ce[op.cls], me[op.cls]
+    if attn is not None and op.cls == "attention":
+        e_c, e_m = attn
+    ev = ce["vector"] if op.vflops else None
+    fkey = (rt.attention_kernel, bool(rt.options), rt.launch_overhead, rt.kernel_overhead_us)
+    m = op.memo
+    if m is None or m[0] is not gpu or m[1] is not rt.kernels or m[2] != fkey:
+        m = op.memo = [gpu, rt.kernels, fkey, _fixed(op, gpu, rt), None, None]
+    dkey = (e_c, e_m, ev)
+    if m[4] == dkey:
+        return m[5]
+    hit_c, hit_m, occ1, cf, f_m, tden, tc2, vden, chain_t, bw, cap, tl = m[3]
+    if hit_c is not None:
+        e_c = hit_c
+    if hit_m is not None:
+        e_m = hit_m
+    if occ1 is not None:
+        e_c *= occ1
+    if cf is not None:
+        e_c *= cf
+        e_m *= f_m
+    tc = 0.0
+    if op.tflops:
+        tc += op.tflops / (tden * e_c)
+        if tc2 is not None:
+            tc += tc2
+    if op.vflops:
+        tc += op.vflops / (vden * ev)
+    if op.chain:
+        tc = max(tc, chain_t)
+    tm = op.bytes / (bw * e_m)
+    if cap is not None:
+        tm = max(tm, cap)
+    out = (max(tc, tm) + tl, tc, tm, tl)
+    m[4], m[5] = dkey, out
+    return out
+
+
+def _fixed(op: _Op, gpu, rt: RuntimeProfile) -> tuple:
+    """The parts of _time's arithmetic that do not depend on the profile's per-class efficiencies, in the
+    order _time combines them: (the kernel table's compute and memory efficiency of the op's path, or
+    None: the class's; its MoE occupancy factor or None; the card and architecture factors on compute
+    (None without a kernel table) and on memory; the tensor peak x 1e12 x the path's reach of it; the
+    per-SM FLOP limit's seconds or None; fp32 peak x 1e12; a recurrence's seconds; bandwidth x 1e9; the
+    per-SM byte limit's seconds or None; launch seconds)."""
+    hit_c = hit_m = occ1 = None
+    if rt.kernels and op.path:
+        hit_c = kn.efficiency(rt.kernels, op.path, op.family, "compute", None, rt.attention_kernel)
+        hit_m = kn.efficiency(rt.kernels, op.path, op.family, "memory", None, rt.attention_kernel)
+        if op.tpe:
+            occ1 = kn.moe_occupancy(rt.kernels, op.tpe, op.tile)
     peak, sm_f, sm_b, smg = 1.0, 0.0, 0.0, 0.0
     if rt.kernels or rt.options:
         # runtime models: the kernel path's reach of the datasheet peak and its per-SM limits
@@ -449,36 +505,34 @@ def _time(op: _Op, gpu, rt: RuntimeProfile, attn=None):
         sm_f = kn.sm_flop(rt.kernels, op.path)
         sm_b = kn.sm_bytes(rt.kernels, op.path)
         smg = kn.sm_ghz(gpu)
-    f_m = 1.0
+    cf, f_m = None, 1.0
     if rt.kernels:
-        e_c *= kn.card_factor(rt.kernels, gpu.key, "compute") * kn.arch_factor(rt.kernels, gpu, "compute")
+        cf = kn.card_factor(rt.kernels, gpu.key, "compute") * kn.arch_factor(rt.kernels, gpu, "compute")
         f_m = kn.card_factor(rt.kernels, gpu.key, "memory") * kn.arch_factor(rt.kernels, gpu, "memory")
-        e_m *= f_m
-    tc = 0.0
+    tden = tc2 = vden = chain_t = cap = None
     if op.tflops:
-        tc += op.tflops / (kn.tensor_peak(gpu, op.dtype, op.acc16) * 1e12 * peak * e_c)
+        tden = kn.tensor_peak(gpu, op.dtype, op.acc16) * 1e12 * peak
         if sm_f and smg:
             # the per-SM work of MMQ, the tile loads, is spread over the tile's tokens: MoE's few
             # tokens per expert lose on it as on the tensor part (kernels.moe_occupancy)
             occ = kn.moe_occupancy(rt.kernels, op.tpe, op.tile) if op.tpe else 1.0
-            tc += op.tflops / (smg * 1e9 * sm_f * occ * kn.card_factor(rt.kernels, gpu.key, "compute")
+            tc2 = op.tflops / (smg * 1e9 * sm_f * occ * kn.card_factor(rt.kernels, gpu.key, "compute")
                                * kn.arch_factor(rt.kernels, gpu, "compute"))
     if op.vflops:
-        tc += op.vflops / (gpu.tflops["fp32"] * 1e12 * ce["vector"])
+        vden = gpu.tflops["fp32"] * 1e12
     if op.chain:
         # a recurrence: each step waits for the previous one (GDN_STEP_CYCLES at the card's clock)
-        tc = max(tc, op.chain * (op.step_cycles or GDN_STEP_CYCLES)
-                 / ((getattr(gpu, "boost_mhz", None) or kn.REF_CLOCK_MHZ) * 1e6))
-    tm = op.bytes / (gpu.bandwidth_gbs * 1e9 * e_m)
+        chain_t = op.chain * (op.step_cycles or GDN_STEP_CYCLES) / ((getattr(gpu, "boost_mhz", None) or kn.REF_CLOCK_MHZ) * 1e6)
+    bw = gpu.bandwidth_gbs * 1e9
     if sm_b and smg and op.bytes:
         # the weight GEMV's loads in flight per SM (kernels.SM_BYTES): on a card with more bandwidth
         # than its SMs' resident warps can keep busy, the stream is capped at SMs x clock x bytes
         # (kernels.mmvq_pass_factor: less for a weight type that packs fewer bytes into a pass)
-        tm = max(tm, op.bytes / (smg * 1e9 * sm_b * f_m * op.capf))
+        cap = op.bytes / (smg * 1e9 * sm_b * f_m * op.capf)
     tl = op.kernels * gpu.launch_us * 1e-6 if rt.launch_overhead else 0.0
     if rt.kernel_overhead_us:
         tl += op.kernels * rt.kernel_overhead_us * 1e-6 * kn.clock_scale(gpu)
-    return max(tc, tm) + tl, tc, tm, tl
+    return hit_c, hit_m, occ1, cf, f_m, tden, tc2, vden, chain_t, bw, cap, tl
 
 
 @functools.lru_cache(maxsize=256)
