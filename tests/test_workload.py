@@ -368,3 +368,17 @@ def test_trace_latency_target_label_is_clear_of_the_points(tmp_path):
     for ax, tgt in zip(fig.axes, (res["slo"]["ttft_s"], res["slo"]["tpot_s"])):
         (t,) = [t for t in ax.texts if t.get_text() == f"target {tgt:g} s"]
         assert plots._text_clear(ax, t, r), t.get_text()
+
+
+def test_trace_winners_legend_explains_a_tied_buckets_hatching(tmp_path):
+    # a tied bucket's bar is hatched, and the legend never said what the hatching means
+    from glmbench.report import plots
+    res, fig, _ = _drawn_trace(tmp_path, [500, 3000, 6000], plots.trace_winners)
+    legend = lambda f: [" ".join(t.get_text().split()) for t in f.legends[0].get_texts()]
+    assert not any("tie" in x for x in legend(fig))          # no tie in this trace: no entry
+    w = next(w for w in res["winners"] if w["requests"])
+    w["tie"] = True
+    fig = plots.trace_winners(res)
+    assert "hatched: a tie, no setup ahead (colour: the first listed)" in legend(fig)
+    (ax,) = fig.axes
+    assert any(p.get_hatch() == "//" for p in ax.patches)

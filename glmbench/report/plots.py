@@ -1234,6 +1234,10 @@ def trace_winners(res: dict, *, title: str | None = None) -> Figure:
     from matplotlib.patches import Patch
     import textwrap
     handles = [Patch(facecolor=colour[s], edgecolor="black", label=textwrap.fill(s, 36)) for s in setups]
+    if any(w.get("tie") and w["requests"] for w in res["winners"]):
+        # a tied bucket's bar is hatched in the colour of the setup listed first: the hatching was not explained
+        handles.append(Patch(facecolor="white", edgecolor="black", hatch="//",
+                             label=textwrap.fill("hatched: a tie, no setup ahead (colour: the first listed)", 36)))
     # right of the panels, labels wrapped: setup labels are long, and above the panels they ran
     # into the title (below, into the footer)
     fig.legend(handles=handles, fontsize=7.5, title="wins the bucket\n(token-weighted)", title_fontsize=8,
