@@ -22,7 +22,7 @@ from glmbench.core._loader import _core
 
 __all__ = ["QTensor", "quantize", "dequantize", "quantize_q8_0", "quantize_q4_0", "linear", "swiglu",
            "moe_experts", "FORMATS", "K_FORMATS", "KP_FORMATS", "quantize_mxfp4", "kernels", "quantize_chunks", "matrix_format", "gguf_format",
-           "nonfinite", "SCALE_FIELDS"]
+           "nonfinite", "f16_scales_nonfinite", "SCALE_FIELDS"]
 
 # C-core format ids (csrc/common.h) and ggml block sizes (elements, bytes)
 FORMATS = {"q8_0": (8, 32, 34), "q4_0": (9, 32, 18),
@@ -329,15 +329,33 @@ def _nonfinite_blocks(qt: QTensor) -> str | None:
                     return (f"values past float32 (inf) in block {b} (row {b // per_row}), from its E8M0 scale "
                             f"e = {int(blocks[b, 0])}")
             continue
-        fields = SCALE_FIELDS[qt.fmt]
-        u = np.stack([np.ascontiguousarray(c[:, off:off + 2]).view(np.uint16)[:, 0] for _, off in fields], axis=1)
-        bad = (u & np.uint16(0x7C00)) == np.uint16(0x7C00)     # [blocks, fields]
-        if bad.any():
-            i, j = divmod(int(np.argmax(bad.reshape(-1))), len(fields))   # the first block, then its first field
-            b = s + i
-            what = "a NaN" if int(u[i, j]) & 0x3FF else "an inf"
-            return f"{what} f16 scale {fields[j][0]} in block {b} (row {b // per_row})"
+        bad = _f16_scales_nonfinite(c, SCALE_FIELDS[qt.fmt], s, per_row)
+        if bad:
+            return bad
     return None
+
+
+def f16_scales_nonfinite(blocks, fields, per_row: int) -> str | None:
+    """The first block of `blocks` ([n, block bytes] uint8) whose f16 scale field is NaN / inf, in nonfinite()'s
+    words, or None: `fields` ((name, byte offset), ...) as SCALE_FIELDS gives them, `per_row` blocks a row. For the
+    block formats nonfinite() reads and those a loader dequantizes (q5_0 / q4_1 / q5_1, their d and m leading)."""
+    blocks = np.asarray(blocks)
+    for s in range(0, blocks.shape[0], _CHECK_CHUNK):
+        bad = _f16_scales_nonfinite(blocks[s:s + _CHECK_CHUNK], fields, s, per_row)
+        if bad:
+            return bad
+    return None
+
+
+def _f16_scales_nonfinite(c, fields, start: int, per_row: int) -> str | None:
+    u = np.stack([np.ascontiguousarray(c[:, off:off + 2]).view(np.uint16)[:, 0] for _, off in fields], axis=1)
+    bad = (u & np.uint16(0x7C00)) == np.uint16(0x7C00)     # [blocks, fields]
+    if not bad.any():
+        return None
+    i, j = divmod(int(np.argmax(bad.reshape(-1))), len(fields))   # the first block, then its first field
+    b = start + i
+    what = "a NaN" if int(u[i, j]) & 0x3FF else "an inf"
+    return f"{what} f16 scale {fields[j][0]} in block {b} (row {b // per_row})"
 
 
 _MXFP4_KVALUES = np.array([0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12], np.float32)

@@ -51,7 +51,7 @@ import warnings
 import numpy as np
 
 from glmbench.core.attention import KVBSplit
-from glmbench.core.quant import QTensor, gguf_format, nonfinite
+from glmbench.core.quant import QTensor, f16_scales_nonfinite, gguf_format, nonfinite
 from glmbench.models import configs, gguf_file
 from glmbench.models.model import STORED, Model
 
@@ -264,22 +264,16 @@ def _check_stored(g, t) -> None:
         bad = nonfinite(QTensor(data, gguf_format(t.type_name), t.shape))
     elif t.type_name in _LEADING_SCALES:
         bb, fields = _LEADING_SCALES[t.type_name]
-        u = np.ascontiguousarray(np.asarray(data).reshape(-1, bb)[:, :2 * fields]).view(np.uint16)
-        hit = (u & np.uint16(0x7C00)) == np.uint16(0x7C00)
-        bad = None
-        if hit.any():
-            b, j = divmod(int(np.argmax(hit.reshape(-1))), fields)
-            per_row = t.shape[-1] // 32
-            what = "a NaN" if int(u[b, j]) & 0x3FF else "an inf"
-            bad = f"{what} f16 scale {'dm'[j]} in block {b} (row {b // per_row})"
+        bad = f16_scales_nonfinite(np.asarray(data).reshape(-1, bb), fields, t.shape[-1] // 32)
     else:
         return
     if bad:
         raise _nonfinite_error(g, t, bad)
 
 
-# 32-value block types dequantized on load whose f16 scale fields lead the block: (block bytes, f16 fields: d, m)
-_LEADING_SCALES = {"Q5_0": (22, 1), "Q4_1": (20, 2), "Q5_1": (24, 2)}
+# 32-value block types dequantized on load whose f16 scale fields lead the block: (block bytes, (name, byte offset)
+# of each f16 field, as quant.SCALE_FIELDS)
+_LEADING_SCALES = {"Q5_0": (22, (("d", 0),)), "Q4_1": (20, (("d", 0), ("m", 2))), "Q5_1": (24, (("d", 0), ("m", 2)))}
 
 
 def _expert_rows(a, start: int, stop: int):
